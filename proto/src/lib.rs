@@ -1,0 +1,37 @@
+//! RDS (Reliable Datagram Sockets) wire format, as pure logic.
+//!
+//! This crate is the host-side wrapper around the code in `proto.rs`, which
+//! is shared with the Linux kernel module: the kernel crate includes that file
+//! directly with `#[path = "../proto/src/proto.rs"] pub mod proto;`, so
+//! everything in it is `core`-only, free of `unsafe`, and never panics on any
+//! input. This root only adds the crate-level attributes (which are not
+//! allowed in a non-root module) and re-exports the API, so host code and
+//! tests see the same items as the kernel's `proto` module.
+//!
+//! See the [`Header`] type for the 48-byte `struct rds_header`,
+//! [`header_checksum`] / [`verify_checksum`] for `h_csum`, and [`Ext`] for the
+//! extension headers carried in `h_exthdr`.
+
+#![no_std]
+#![forbid(unsafe_code)]
+// Host-side guard for the "never panics on untrusted input" rule of the shared
+// code: these lints are not enabled by the kernel build, so enforce them here.
+#![deny(
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects,
+    clippy::cast_possible_truncation,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::unimplemented
+)]
+
+// `#[path]` makes this file own the `src/` directory for the modules nested in
+// `proto.rs`, exactly as the kernel crate's `#[path]` include does, so the
+// submodule files resolve to the same siblings of `proto.rs` in both builds.
+#[path = "proto.rs"]
+mod proto;
+
+pub use proto::*;
