@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C helpers for kernel macros used by rds-rs (see helpers.h). The macros pass KBUILD_MODNAME,
+ * so the resources they create are attributed to rds_rs.
+ */
+#include "helpers.h"
+
+struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags)
+{
+	return ib_alloc_pd(device, flags);
+}
+
+struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
+					 void *context, enum rdma_ucm_port_space ps,
+					 enum ib_qp_type qp_type)
+{
+	return rdma_create_id(net, event_handler, context, ps, qp_type);
+}

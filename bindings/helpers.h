@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Hand-written C helpers for kernel macros that Rust cannot call. Static inline functions are
+ * wrapped automatically by bindgen --wrap-static-fns; only macros need an entry here.
+ */
+#ifndef RDS_RS_HELPERS_H
+#define RDS_RS_HELPERS_H
+
+#include <linux/types.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags);
+struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
+					 void *context, enum rdma_ucm_port_space ps,
+					 enum ib_qp_type qp_type);
+
+#endif

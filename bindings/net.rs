@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket families implemented in Rust.
+//!
+//! C headers: [`include/linux/net.h`](srctree/include/linux/net.h),
+//! [`include/net/sock.h`](srctree/include/net/sock.h).
+//!
+//! A socket family gives the kernel three tables: a `struct proto` (the memory of each socket,
+//! here a [`SockMem`]), a `struct net_proto_family` (whose `create` is called by `socket(2)`),
+//! and the `struct proto_ops` every socket of the family uses. A [`Family`] implementation
+//! supplies the per-socket state and the policy; [`Registration`] installs the tables and the
+//! `extern "C"` callbacks that connect the C socket layer to the implementation.
+
+use super::raw;
+use core::{
+    marker::PhantomData,
+    mem::size_of,
+    ptr,
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{
+    error::{from_result, to_result},
+    ffi::{c_char, c_int, c_void},
+    prelude::*,
+    types::{ForeignOwnable, Opaque},
+    ThisModule,
+};
+
+/// `SOCK_SEQPACKET`, the only socket type RDS accepts.
+pub(crate) const SOCK_SEQPACKET: i32 = raw::sock_type_SOCK_SEQPACKET as i32;
+
+/// A socket family implemented in Rust.
+pub(crate) trait Family: Sized + 'static {
+    /// The state of one socket, owned by the socket from `create` until its memory is freed.
+    type Socket: Send + Sync;
+
+    /// The address family number (`AF_*`).
+    const FAMILY: u16;
+
+    /// The protocol name shown in `/proc/net/protocols` (at most 31 bytes).
+    const NAME: &'static CStr;
+
+    /// The tables this family registers; each family owns one `static` [`FamilyTables`].
+    fn tables() -> &'static FamilyTables;
+
+    /// Checks the type and protocol of a new socket and builds its state.
+    ///
+    /// An error is returned to `socket(2)` and no socket is created.
+    fn create(sock_type: i32, protocol: i32, kern: bool) -> Result<Pin<KBox<Self::Socket>>>;
+
+    /// Called when the socket is closed: the last file reference to it is gone.
+    ///
+    /// The state itself is dropped later, when the last reference to the `struct sock` goes.
+    fn release(socket: Pin<&Self::Socket>);
+}
+
+/// The C tables of one socket family.
+///
+/// Define one as a `static` per [`Family`] with [`FamilyTables::new`]; [`Registration`] fills
+/// and registers it.
+///
+/// # Invariants
+///
+/// `registered` is true exactly while a [`Registration`] owns the tables; the C fields are
+/// written only by that registration, before it hands them to C and after C has let go of them.
+pub(crate) struct FamilyTables {
+    proto: Opaque<raw::proto>,
+    ops: Opaque<raw::proto_ops>,
+    family: Opaque<raw::net_proto_family>,
+    registered: AtomicBool,
+}
+
+// SAFETY: Rust only writes the C fields while it owns them exclusively (see the type invariant:
+// the `registered` flag admits one registration at a time, and it writes before registering and
+// after unregistering). In between, the C socket layer reads them under its own synchronisation.
+unsafe impl Sync for FamilyTables {}
+
+impl FamilyTables {
+    /// Creates empty tables, for use in a `static`.
+    pub(crate) const fn new() -> Self {
+        Self {
+            proto: Opaque::uninit(),
+            ops: Opaque::uninit(),
+            family: Opaque::uninit(),
+            registered: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The memory of one socket: the `struct sock` the socket layer works with, followed by the
+/// Rust state of the socket. `struct proto::obj_size` is the size of this type, so `sk_alloc`
+/// allocates one for every socket.
+///
+/// # Invariants
+///
+/// From the end of a successful [`create_callback`] until [`destruct_callback`], `state` holds
+/// the result of `Pin<KBox<F::Socket>>::into_foreign` for the socket's family `F`.
+#[repr(C)]
+struct SockMem {
+    sk: raw::sock,
+    state: *const c_void,
+}
+
+/// A registered socket family; unregisters it when dropped.
+///
+/// # Invariants
+///
+/// `F::tables()` is registered with the socket layer (`proto_register` and `sock_register`
+/// succeeded) for the lifetime of this object.
+pub(crate) struct Registration<F: Family> {
+    _family: PhantomData<F>,
+}
+
+// SAFETY: The registration holds no data; it only stands for the registered `static` tables,
+// and unregistering them is allowed from any thread.
+unsafe impl<F: Family> Send for Registration<F> {}
+// SAFETY: `&Registration` offers no methods, so sharing it between threads is harmless.
+unsafe impl<F: Family> Sync for Registration<F> {}
+
+impl<F: Family> Registration<F> {
+    /// Registers the family `F` with the socket layer.
+    ///
+    /// Fails with `EEXIST` when another implementation of the same address family is loaded
+    /// (for RDS: the in-tree `rds.ko`), and with `EBUSY` if `F` is already registered.
+    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        let tables = F::tables();
+        if tables.registered.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        let owner = module.as_ptr().cast::<raw::module>();
+
+        let mut proto = raw::proto::default();
+        let name = F::NAME.as_bytes();
+        // Leave room for the terminating NUL (the array starts zeroed).
+        let max = proto.name.len() - 1;
+        for (dst, src) in proto.name.iter_mut().zip(name.iter().take(max)) {
+            *dst = *src as c_char;
+        }
+        proto.owner = owner;
+        proto.obj_size = size_of::<SockMem>() as u32;
+
+        let ops = raw::proto_ops {
+            family: c_int::from(F::FAMILY),
+            owner,
+            release: Some(release_callback::<F>),
+            bind: Some(raw::sock_no_bind),
+            connect: Some(raw::sock_no_connect),
+            socketpair: Some(raw::sock_no_socketpair),
+            accept: Some(raw::sock_no_accept),
+            getname: Some(raw::sock_no_getname),
+            ioctl: Some(raw::sock_no_ioctl),
+            listen: Some(raw::sock_no_listen),
+            shutdown: Some(raw::sock_no_shutdown),
+            sendmsg: Some(raw::sock_no_sendmsg),
+            recvmsg: Some(raw::sock_no_recvmsg),
+            mmap: Some(raw::sock_no_mmap),
+            ..Default::default()
+        };
+        let family = raw::net_proto_family {
+            family: c_int::from(F::FAMILY),
+            create: Some(create_callback::<F>),
+            owner,
+        };
+
+        // SAFETY: `registered` was false and we set it, so by the type invariant of
+        // `FamilyTables` nothing else reads or writes the tables now; the pointers come from
+        // `Opaque::get` and are valid for writes.
+        unsafe {
+            tables.proto.get().write(proto);
+            tables.ops.get().write(ops);
+            tables.family.get().write(family);
+        }
+
+        // SAFETY: `proto` is fully initialised and lives in a `static`, so it outlives the
+        // registration, as `proto_register` requires.
+        if let Err(e) = to_result(unsafe { raw::proto_register(tables.proto.get(), 1) }) {
+            tables.registered.store(false, Ordering::Release);
+            return Err(e);
+        }
+        // SAFETY: `family` is fully initialised and lives in a `static`; its `create` callback
+        // only uses tables that are now registered.
+        if let Err(e) = to_result(unsafe { raw::sock_register(tables.family.get()) }) {
+            // SAFETY: `proto_register` succeeded above and no socket can exist yet.
+            unsafe { raw::proto_unregister(tables.proto.get()) };
+            tables.registered.store(false, Ordering::Release);
+            return Err(e);
+        }
+        // INVARIANT: both registrations succeeded.
+        Ok(Self {
+            _family: PhantomData,
+        })
+    }
+}
+
+impl<F: Family> Drop for Registration<F> {
+    fn drop(&mut self) {
+        let tables = F::tables();
+        // SAFETY: By the type invariant the family is registered. `sock_unregister` waits until
+        // no `create` call is running. Every socket holds a reference to the module through
+        // `proto_ops::owner`, so the module (and this registration) cannot go away while a socket
+        // exists; `proto_unregister` therefore finds no live sockets.
+        unsafe {
+            raw::sock_unregister(c_int::from(F::FAMILY));
+            raw::proto_unregister(tables.proto.get());
+        }
+        tables.registered.store(false, Ordering::Release);
+    }
+}
+
+/// `net_proto_family::create`: called by `socket(2)` for a new socket of family `F`.
+///
+/// # Safety
+///
+/// Called by the socket layer with a valid `net` and a valid, exclusively owned `sock` that has
+/// no `struct sock` yet, while `F` is registered.
+unsafe extern "C" fn create_callback<F: Family>(
+    net: *mut raw::net,
+    sock: *mut raw::socket,
+    protocol: c_int,
+    kern: c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `sock` is valid per the function's safety requirements.
+        let sock_type = i32::from(unsafe { (*sock).type_ });
+        let state = F::create(sock_type, protocol, kern != 0)?;
+        let tables = F::tables();
+        // SAFETY: `net` is valid per the safety requirements, and `tables.proto` is registered
+        // while `F` is (type invariant of `Registration`).
+        let sk = unsafe {
+            raw::sk_alloc(
+                net,
+                c_int::from(F::FAMILY),
+                kernel::bindings::GFP_KERNEL,
+                tables.proto.get(),
+                kern,
+            )
+        };
+        if sk.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `sk` is a new `struct sock` of `proto::obj_size == size_of::<SockMem>()`
+        // bytes that nothing else references yet, and `sock` is valid and exclusively ours, so
+        // initialising both and linking them is sound. The `protocol` cast cannot truncate:
+        // `F::create` accepted it and RDS accepts only 0.
+        unsafe {
+            raw::sock_init_data(sock, sk);
+            (*sock).ops = tables.ops.get();
+            (*sk).sk_protocol = protocol as u16;
+            (*sk).sk_destruct = Some(destruct_callback::<F>);
+            // INVARIANT: `state` now belongs to the socket until `destruct_callback`.
+            (*sk.cast::<SockMem>()).state = state.into_foreign();
+        }
+        Ok(0)
+    })
+}
+
+/// `proto_ops::release`: called when the last file reference to a socket of family `F` goes.
+///
+/// # Safety
+///
+/// Called by the socket layer with a valid `sock` created by [`create_callback`] for `F`.
+unsafe extern "C" fn release_callback<F: Family>(sock: *mut raw::socket) -> c_int {
+    // SAFETY: `sock` is valid per the function's safety requirements.
+    let sk = unsafe { (*sock).sk };
+    if sk.is_null() {
+        return 0;
+    }
+    // SAFETY: `sk` was created by `create_callback::<F>`, so by the type invariant of `SockMem`
+    // `state` came from `Pin<KBox<F::Socket>>::into_foreign` and stays valid until
+    // `destruct_callback`, which cannot run before the `sock_put` below.
+    let state =
+        unsafe { <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow((*sk.cast::<SockMem>()).state) };
+    F::release(state);
+    // SAFETY: `sk` is valid and this function owns the reference the socket holds on it; after
+    // detaching it from `sock` that reference is dropped exactly once.
+    unsafe {
+        raw::sock_orphan(sk);
+        (*sock).sk = ptr::null_mut();
+        raw::sock_put(sk);
+    }
+    0
+}
+
+/// `sock::sk_destruct`: the last reference to the `struct sock` is gone; drop the Rust state.
+///
+/// # Safety
+///
+/// Called by the socket layer once, with a `sk` created by [`create_callback`] for `F`, before
+/// its memory is freed.
+unsafe extern "C" fn destruct_callback<F: Family>(sk: *mut raw::sock) {
+    let mem = sk.cast::<SockMem>();
+    // SAFETY: `sk` is valid per the function's safety requirements and its memory is a
+    // `SockMem` (`proto::obj_size`).
+    let state = unsafe { (*mem).state };
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: By the type invariant of `SockMem`, `state` came from `into_foreign` for this
+    // family, and this is the only place that takes it back (it is cleared right after).
+    drop(unsafe { <Pin<KBox<F::Socket>> as ForeignOwnable>::from_foreign(state) });
+    // SAFETY: As above, `mem` is valid for writes.
+    unsafe { (*mem).state = ptr::null() };
+}
+
+/// `ESOCKTNOSUPPORT`, which `kernel::error::code` does not provide.
+pub(crate) fn esocktnosupport() -> Error {
+    Error::from_errno(-(raw::ESOCKTNOSUPPORT as c_int))
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build rds_rs.ko for a kernel build directory.
+#   scripts/module.sh KDIR     -> prints the path of rds_rs.ko on stdout
+# The module is built in target/kmod/<kernel build name>/ (a copy of the module sources), so
+# builds for the plain and the debug kernel do not overwrite each other. Bindings are generated
+# again whenever the kernel or the binding inputs change. Any compiler warning fails the build.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+. "$here/lib.sh"
+kdir=${1:?usage: module.sh KDIR}
+[ -f "$kdir/.rds-rs-done" ] || die "$kdir is not a finished kernel build"
+llvm=(); grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/.config" && llvm=(LLVM=1)
+
+dest=$top/target/kmod/$(basename "$kdir")
+mkdir -p "$dest"
+rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+  --exclude '*.mod*' --exclude 'modules.order' --exclude 'Module.symvers' --exclude '*.d' \
+  --include 'Kbuild' --include 'rds/***' --include 'bindings/***' \
+  --include 'proto/' --include 'proto/src/***' --exclude '*' \
+  "$top/" "$dest/"
+
+gen=$dest/bindings/generated
+key=$( { echo "$kdir"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h"; } | sha256sum | cut -c1-16)
+if [ "$(cat "$gen/.key" 2>/dev/null)" != "$key" ]; then
+  step "generating bindings for $(basename "$kdir")"
+  rm -rf "$gen"
+  BINDGEN=$BINDGEN "$dest/bindings/gen-bindings.sh" "$kdir" "$gen" 2> "$dest/bindgen.log" \
+    || { cat "$dest/bindgen.log" >&2; die "bindgen failed"; }
+  echo "$key" > "$gen/.key"
+fi
+
+step "building rds_rs.ko for $(basename "$kdir")"
+if ! make -C "$kdir" M="$dest" "${llvm[@]}" RUSTC="$KRUSTC" BINDGEN="$BINDGEN" -j"$JOBS" modules \
+    > "$dest/build.log" 2>&1; then
+  cat "$dest/build.log" >&2; die "module build failed"
+fi
+if grep -E -i '(^|[^a-z_])(warning|error)(\[|:)' "$dest/build.log" >&2; then
+  die "module build printed warnings (log: $dest/build.log)"
+fi
+echo "$dest/rds_rs.ko"
