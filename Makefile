@@ -1,0 +1,26 @@
+# rds-rs. A newcomer needs two commands:
+#   make demo   boot a guest, load rds_rs, show it working
+#   make test   run every test (host, KUnit, guests); ends with "N passed, N failed"
+# Both set up what they need (Debian packages, bindgen-cli, virtme-ng, the kernels) on first use
+# and cache the kernel builds in ~/.cache/rds-rs.
+.PHONY: demo test setup kernel module fmt clean
+
+demo:
+	@bash scripts/demo.sh
+
+test:
+	@bash scripts/test.sh
+
+setup:
+	@bash scripts/setup.sh
+
+# The debug kernel and rds_rs.ko for it (what `make test` uses).
+module: setup
+	@bash scripts/module.sh "$$(bash scripts/kernel.sh debug)"
+
+fmt:
+	cargo fmt --all
+	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs bindings/*.rs
+
+clean:
+	rm -rf target

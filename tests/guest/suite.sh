@@ -1,0 +1,59 @@
+#!/bin/bash
+# One-guest integration suite: runs every test program against the in-tree C RDS and against
+# rds_rs.ko in turn (never both loaded), plus the module's KUnit suite and the load-exclusion
+# check.   suite.sh OUT KDIR MODULE TESTS-BIN
+set -u
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4
+. "$(dirname "$0")/common.sh"
+cd "$OUT"
+kmemleak_clear
+
+# The KUnit suite runs at every insmod of rds_rs; count the loads so the harness can check
+# that every case ran each time.
+kunit_cases=$(grep -c '^	KUNIT_CASE(' "$(dirname "$0")/../../rds/kunit.c")
+rs_loads=0
+
+# In-tree C RDS.
+if load_c; then
+  "$TESTS" socket > "$OUT/socket.c.tap"
+  unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
+else
+  tap harness.tap not load_c failed "insmod of the C modules failed"
+fi
+
+# rds_rs (the KUnit suite runs at insmod).
+if load_rs; then
+  "$TESTS" socket > "$OUT/socket.rs.tap"
+  # A socket held open pins the module: rmmod must fail with EBUSY and change nothing.
+  "$TESTS" hold 60 > /tmp/hold.out 2>&1 & holder=$!
+  for _ in $(seq 300); do grep -q holding /tmp/hold.out && break; sleep 0.1; done
+  if grep -q holding /tmp/hold.out; then
+    err=$(rmmod rds_rs 2>&1)
+    if loaded rds_rs && [[ $err == *"in use"* ]]; then tap exclusion.tap ok rmmod_with_open_socket EBUSY
+    else tap exclusion.tap not rmmod_with_open_socket "unloaded" "$err"; fi
+  else
+    tap exclusion.tap not rmmod_with_open_socket none "hold program did not start: $(cat /tmp/hold.out)"
+  fi
+  kill "$holder"; wait "$holder"
+  unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
+else
+  tap harness.tap not load_rs failed "insmod rds_rs.ko failed"
+fi
+
+# Loading ours while the C rds.ko holds PF_RDS fails cleanly with EEXIST.
+if load_c; then
+  err=$(insmod "$MODULE" 2>&1); rc=$?
+  if [ $rc -ne 0 ] && [[ $err == *"File exists"* ]] && ! loaded rds_rs; then
+    tap exclusion.tap ok load_rs_while_c_loaded EEXIST
+  else
+    tap exclusion.tap not load_rs_while_c_loaded "rc=$rc" "$err"
+  fi
+  unload_c
+  # And after C is gone, ours loads and unloads again.
+  if load_rs && unload_rs; then tap exclusion.tap ok load_rs_after_c_unloaded OK
+  else tap exclusion.tap not load_rs_after_c_unloaded failed "insmod/rmmod failed"; fi
+fi
+
+echo $((kunit_cases * rs_loads)) > "$OUT/kunit.expected"
+kmemleak_report
+dmesg > "$OUT/dmesg.txt"

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Guest test harness for rds-rs.
+
+Boots test kernels with virtme-ng under TCG, runs a guest script, collects its result files and
+the kernel log, and judges the run. Every guest runs under a time bound and is killed (its whole
+process group, by its own pid) when it overruns.
+
+  harness.py one --kernel KDIR --out DIR [--timeout S] -- GUEST-COMMAND...
+  harness.py two --kernel KDIR --out DIR [--timeout S] --port P --a "CMD" --b "CMD"
+  harness.py judge DIR...       (count results of finished runs; used by scripts/test.sh)
+
+Result files a guest writes into its out directory:
+  *.tap         lines "ok NAME OBSERVATION" / "not ok NAME OBSERVATION: WHY"
+  dmesg.txt     the kernel log at the end of the run (KUnit KTAP is parsed from it)
+  kmemleak.txt  kmemleak's report after the modules were unloaded
+The console log (console.txt) is written by the harness itself.
+"""
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE = os.environ.get("RDS_RS_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rds-rs")
+VNG = os.path.join(CACHE, "tools/venv/bin/vng")
+# vng runs its helpers (virtme-run, ...) from PATH.
+os.environ["PATH"] = os.path.dirname(VNG) + os.pathsep + os.environ.get("PATH", "")
+
+# Kernel log lines that fail a run: crashes, warnings, sanitizer and lockdep reports, leaks,
+# hangs. Matched anywhere in a line of the console or dmesg.
+BAD_LOG = [
+    r"\bBUG[: ]", r"WARNING:", r"\bOops\b", r"Kernel panic", r"kernel BUG at",
+    r"general protection fault", r"KASAN:", r"UBSAN:", r"possible circular locking",
+    r"possible recursive locking", r"inconsistent lock state", r"suspicious RCU usage",
+    r"unreferenced object", r"blocked for more than", r"soft lockup",
+    r"hard LOCKUP", r"rust_panic", r"panicked at", r"Call Trace:",
+]
+BAD_RE = re.compile("|".join(BAD_LOG))
+
+
+def run_guests(specs, timeout):
+    """Starts one vng process per (argv, logfile) spec, each in its own process group, and waits
+    for all of them within `timeout` seconds. Returns the exit codes (None = killed)."""
+    procs = []
+    for argv, log in specs:
+        f = open(log, "wb")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                             start_new_session=True)
+        procs.append((p, f))
+        time.sleep(1.0)  # the first guest (socket listener) must be up before the second
+    deadline = time.monotonic() + timeout
+    codes = []
+    for p, f in procs:
+        left = max(0.0, deadline - time.monotonic())
+        try:
+            codes.append(p.wait(timeout=left))
+        except subprocess.TimeoutExpired:
+            codes.append(None)
+    for (p, f), code in zip(procs, codes):
+        if code is None or p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        f.close()
+    return codes
+
+
+def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=()):
+    bz = os.path.join(kernel, "arch/x86/boot/bzImage")
+    if not os.path.exists(bz):
+        sys.exit(f"harness: no kernel image at {bz}")
+    argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "1G", "--name", name,
+            "--rwdir", out, "--verbose", "--append", "kmemleak=on"]
+    for arg in append:
+        argv += ["--append", arg]
+    if extra_qemu:
+        argv += ["--disable-microvm", "--qemu-opts=" + extra_qemu]
+    argv += ["--exec", command]
+    return argv
+
+
+def shell_join(words):
+    return " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
+
+
+def cmd_one(a):
+    os.makedirs(a.out, exist_ok=True)
+    cmd = shell_join(a.command)
+    print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
+    t0 = time.monotonic()
+    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append),
+                        os.path.join(a.out, "console.txt"))],
+                       a.timeout)
+    record_guest_status(a.out, "guest", codes[0], time.monotonic() - t0, a.timeout)
+
+
+def cmd_two(a):
+    specs = []
+    for side, cmd, role in (("a", a.a, "listen"), ("b", a.b, "connect")):
+        out = os.path.join(a.out, side)
+        os.makedirs(out, exist_ok=True)
+        mac = "52:54:00:00:00:0" + ("1" if side == "a" else "2")
+        # The only NIC of each guest: a QEMU socket link between the two QEMU processes over
+        # 127.0.0.1. Nothing else leaves the host.
+        qemu = (f"-netdev socket,id=rl,{role}=127.0.0.1:{a.port} "
+                f"-device virtio-net-pci,netdev=rl,mac={mac}")
+        print(f"    guest {side}: {cmd} (bound {a.timeout}s)", flush=True)
+        # One vCPU each: the two guests share the host's two cores.
+        specs.append((vng_argv(a.kernel, out, cmd, qemu, name=f"rds-rs-{side}", cpus=1,
+                               append=a.append),
+                      os.path.join(out, "console.txt")))
+    t0 = time.monotonic()
+    codes = run_guests(specs, a.timeout)
+    for side, code in zip("ab", codes):
+        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
+                            time.monotonic() - t0, a.timeout)
+
+
+def record_guest_status(out, name, code, secs, bound):
+    with open(os.path.join(out, "vm.tap"), "w") as f:
+        if code is None:
+            f.write(f"not ok {name}_finished killed: did not finish within {bound}s\n")
+        elif code != 0:
+            f.write(f"not ok {name}_finished exit={code}: guest command failed\n")
+        else:
+            f.write(f"ok {name}_finished {secs:.0f}s\n")
+
+
+def parse_ktap(dmesg):
+    """Returns [(ok, name)] for the KUnit cases of every suite in a kernel log."""
+    cases = []
+    for line in dmesg.splitlines():
+        line = re.sub(r"^\[[ 0-9.]+\]\s?", "", line)
+        m = re.match(r"^(\s+)(not ok|ok) \d+ (\S+)", line)
+        if m and len(m.group(1)) >= 4:  # case lines are indented below their suite
+            cases.append((m.group(2) == "ok", m.group(3)))
+        elif re.match(r"^(\s*)# Subtest: ", line) is None and "kunit" in line and "not ok" in line:
+            cases.append((False, "kunit"))
+    return cases
+
+
+def judge(dirs):
+    """Counts every result in the given run directories, prints failures, compares the C and
+    Rust observations, and returns (passed, failed)."""
+    passed = failed = 0
+
+    def result(ok, name, detail=""):
+        nonlocal passed, failed
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+            print(f"FAIL {name} {detail}".rstrip())
+
+    for d in dirs:
+        label = os.path.relpath(d)
+        if not os.path.isdir(d):
+            result(False, f"{label}", "no results (run did not happen)")
+            continue
+        taps = {}
+        for fn in sorted(os.listdir(d)):
+            if not fn.endswith(".tap"):
+                continue
+            obs = {}
+            for line in open(os.path.join(d, fn), errors="replace"):
+                m = re.match(r"^(not ok|ok) (\S+) ?(.*)$", line.rstrip("\n"))
+                if not m:
+                    continue
+                ok, name, rest = m.group(1) == "ok", m.group(2), m.group(3)
+                obs[name] = rest.split(":", 1)[0]
+                result(ok, f"{label}/{fn[:-4]}/{name}", rest)
+            taps[fn[:-4]] = obs
+        # Differential: every check run against both implementations must observe the same.
+        for suite in sorted(k[:-2] for k in taps if k.endswith(".c")):
+            c, rs = taps.get(suite + ".c", {}), taps.get(suite + ".rs", {})
+            for name in sorted(set(c) | set(rs)):
+                same = name in c and name in rs and c[name] == rs[name]
+                result(same, f"{label}/{suite}/{name}/c-vs-rs",
+                       f"C={c.get(name, '(missing)')} rs={rs.get(name, '(missing)')}")
+        dmesg_path = os.path.join(d, "dmesg.txt")
+        dmesg = open(dmesg_path, errors="replace").read() if os.path.exists(dmesg_path) else ""
+        if os.path.exists(os.path.join(d, "kunit.expected")):
+            cases = parse_ktap(dmesg)
+            want = int(open(os.path.join(d, "kunit.expected")).read().split()[0])
+            for ok, name in cases:
+                result(ok, f"{label}/kunit/{name}")
+            if len(cases) != want:
+                result(False, f"{label}/kunit", f"{len(cases)} KUnit cases ran, expected {want}")
+        leaks_path = os.path.join(d, "kmemleak.txt")
+        if os.path.exists(leaks_path):
+            leaks = open(leaks_path, errors="replace").read().strip()
+            result(leaks == "", f"{label}/kmemleak", leaks[:2000])
+        else:
+            result(False, f"{label}/kmemleak", "no kmemleak report collected")
+        bad = []
+        for fn in ("console.txt", "dmesg.txt"):
+            p = os.path.join(d, fn)
+            if os.path.exists(p):
+                bad += [f"{fn}: {l.strip()}" for l in open(p, errors="replace") if BAD_RE.search(l)]
+        result(not bad, f"{label}/kernel_log_clean", "\n  ".join([""] + bad[:40]))
+        if not dmesg:
+            result(False, f"{label}/dmesg", "no kernel log collected")
+    return passed, failed
+
+
+def cmd_judge(a):
+    passed, failed = judge(a.dirs)
+    print(f"guest: {passed} passed, {failed} failed")
+    with open(a.counts, "w") as f:
+        f.write(f"{passed} {failed}\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="mode", required=True)
+    one = sub.add_parser("one")
+    one.add_argument("--kernel", required=True)
+    one.add_argument("--out", required=True)
+    one.add_argument("--timeout", type=int, default=600)
+    one.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    one.add_argument("command", nargs="+")
+    two = sub.add_parser("two")
+    two.add_argument("--kernel", required=True)
+    two.add_argument("--out", required=True)
+    two.add_argument("--timeout", type=int, default=600)
+    two.add_argument("--port", type=int, required=True)
+    two.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    two.add_argument("--a", required=True)
+    two.add_argument("--b", required=True)
+    jd = sub.add_parser("judge")
+    jd.add_argument("--counts", required=True)
+    jd.add_argument("dirs", nargs="+")
+    a = ap.parse_args()
+    {"one": cmd_one, "two": cmd_two, "judge": cmd_judge}[a.mode](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+//! Integration test programs for rds-rs, run inside a guest against one RDS implementation.
+//!
+//! Each suite prints one TAP-like line per check:
+//! `ok <name> <observation>` or `not ok <name> <observation>: <why>`.
+//! The observation (an errno name or a value) is what the harness compares between our module
+//! and the in-tree C RDS: the two must agree, check by check.
+//!
+//! Usage:
+//! - `rds-tests socket`: socket creation and type checks.
+//! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
+//! - `rds-tests pingpong server <addr> <port> <count>`
+//! - `rds-tests pingpong client <local-addr> <server-addr> <port> <count>`
+
+mod pingpong;
+mod socket;
+
+use std::io;
+use std::process::ExitCode;
+
+/// Collects the results of one suite.
+#[derive(Default)]
+pub(crate) struct Report {
+    failed: usize,
+}
+
+impl Report {
+    /// Records a check whose observed outcome must equal `expected`.
+    pub(crate) fn expect(&mut self, name: &str, observed: &str, expected: &str) {
+        if observed == expected {
+            println!("ok {name} {observed}");
+        } else {
+            self.failed += 1;
+            println!("not ok {name} {observed}: expected {expected}");
+        }
+    }
+
+    /// Records a check that passed or failed with an explanation.
+    pub(crate) fn check(&mut self, name: &str, observed: &str, result: Result<(), String>) {
+        match result {
+            Ok(()) => println!("ok {name} {observed}"),
+            Err(why) => {
+                self.failed += 1;
+                println!("not ok {name} {observed}: {why}");
+            }
+        }
+    }
+}
+
+/// Names the outcome of a system call: `OK` or the errno's symbolic name.
+pub(crate) fn outcome<T>(r: &io::Result<T>) -> String {
+    match r {
+        Ok(_) => "OK".into(),
+        Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+    }
+}
+
+/// The symbolic name of an errno value (the ones RDS returns), or `E<number>`.
+pub(crate) fn errno_name(e: i32) -> String {
+    let name = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EINVAL => "EINVAL",
+        libc::ENOSPC => "ENOSPC",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::ENOPROTOOPT => "ENOPROTOOPT",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        libc::ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        _ => return format!("E{e}"),
+    };
+    name.into()
+}
+
+/// Holds an RDS socket open for a while (used to check that an open socket pins the module).
+fn hold(secs: &str) -> Result<(), String> {
+    let secs: u64 = secs.parse().map_err(|_| format!("bad number {secs}"))?;
+    let _s = librds::RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    println!("holding");
+    std::thread::sleep(std::time::Duration::from_secs(secs));
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut report = Report::default();
+    let res = match args.as_slice() {
+        ["socket"] => {
+            socket::run(&mut report);
+            Ok(())
+        }
+        ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
+        ["hold", secs] => hold(secs),
+        _ => Err("usage: rds-tests socket | pingpong server|client ...".to_string()),
+    };
+    if let Err(e) = res {
+        eprintln!("rds-tests: {e}");
+        return ExitCode::from(2);
+    }
+    if report.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
