@@ -1,0 +1,17 @@
+#!/bin/bash
+# Guest side of `make demo`: load rds_rs, show its KUnit results and socket behaviour next to
+# the in-tree C RDS, unload.   demo.sh OUT KDIR MODULE TESTS-BIN
+set -u
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4
+. "$(dirname "$0")/common.sh"
+exec > "$OUT/demo.txt" 2>&1
+echo "== guest kernel $(uname -r), $(nproc) vCPU"
+echo "== insmod rds_rs.ko"
+load_rs || { echo "insmod failed"; exit 1; }
+dmesg | grep -E 'rds_rs|PF_RDS' | sed 's/^/   /'
+echo "== socket(AF_RDS, ...) against rds_rs"
+"$TESTS" socket | sed 's/^/   /'
+unload_rs && echo "== rmmod rds_rs: ok"
+echo "== the same against the in-tree C RDS"
+load_c && "$TESTS" socket | sed 's/^/   /'
+unload_c && echo "== rmmod rds rds_tcp: ok"
