@@ -37,9 +37,19 @@ if [ ! -f "$src/.rds-rs-extracted" ]; then
   touch "$src/.rds-rs-extracted"
 fi
 
-# Drop older builds of this variant (one cached build per variant is enough); an unfinished
-# build of this key is resumed.
-for d in "$CACHE_DIR/kernel/$variant-"*; do [ "$d" = "$out" ] || rm -rf "$d"; done
+# One cached build per variant: an unfinished build of this key is resumed; otherwise the
+# previous build of the variant, if any, becomes this one and Kbuild rebuilds only what the
+# change affects (the same source version only: a new source tree starts from scratch).
+if [ ! -d "$out" ]; then
+  for d in "$CACHE_DIR/kernel/$variant-"*; do
+    [ -d "$d" ] || continue
+    if [ "$(readlink "$d/source")" = "$src" ] && [ ! -d "$out" ]; then
+      rm -f "$d/.rds-rs-done"; mv "$d" "$out"
+    else
+      rm -rf "$d"
+    fi
+  done
+fi
 mkdir -p "$out"
 kmake=(make -C "$src" O="$out" ARCH=x86_64 "${llvm[@]}" RUSTC="$KRUSTC" HOSTRUSTC="$KRUSTC" BINDGEN="$BINDGEN")
 step "configuring $variant kernel ($srcver, $rustcver)"
