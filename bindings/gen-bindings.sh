@@ -36,3 +36,7 @@ ${BINDGEN:-bindgen} "$here/wrapper.h" $params --rust-target 1.68 \
   --experimental --wrap-static-fns --wrap-static-fns-path "$out/static_fns" \
   -o "$out/raw_generated.rs.tmp" -- $cflags -DMODULE -UKBUILD_MODNAME '-DKBUILD_MODNAME="rds_rs"' -I"$here"
 mv "$out/raw_generated.rs.tmp" "$out/raw_generated.rs"
+# Declare the wrappers before their definitions (the kernel builds with -Wmissing-prototypes).
+c=$out/static_fns.c
+{ sed -n '/^#include/p' "$c"; echo; sed -n 's/^\(.*__extern(.*)\) {.*}$/\1;/p' "$c"; sed '/^#include/d' "$c"; } > "$c.tmp"
+mv "$c.tmp" "$c"

@@ -3,7 +3,18 @@
  * C helpers for kernel macros used by rds-rs (see helpers.h). The macros pass KBUILD_MODNAME,
  * so the resources they create are attributed to rds_rs.
  */
+#include <net/sock.h>
 #include "helpers.h"
+
+size_t rds_rs_sizeof_sock(void)
+{
+	return sizeof(struct sock);
+}
+
+size_t rds_rs_offsetof_sk_destruct(void)
+{
+	return offsetof(struct sock, sk_destruct);
+}
 
 struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags)
 {

@@ -10,9 +10,15 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+struct sock;
+
 struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags);
 struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
 					 void *context, enum rdma_ucm_port_space ps,
 					 enum ib_qp_type qp_type);
+
+/* Layout facts of struct sock, checked against the Rust bindings at module init. */
+size_t rds_rs_sizeof_sock(void);
+size_t rds_rs_offsetof_sk_destruct(void);
 
 #endif

@@ -14,7 +14,7 @@
 use super::raw;
 use core::{
     marker::PhantomData,
-    mem::size_of,
+    mem::{offset_of, size_of},
     ptr,
     sync::atomic::{AtomicBool, Ordering},
 };
@@ -51,6 +51,8 @@ pub(crate) trait Family: Sized + 'static {
     /// Called when the socket is closed: the last file reference to it is gone.
     ///
     /// The state itself is dropped later, when the last reference to the `struct sock` goes.
+    /// That can happen in any context, softirq included, so `Self::Socket`'s `Drop` must not
+    /// sleep.
     fn release(socket: Pin<&Self::Socket>);
 }
 
@@ -120,9 +122,27 @@ unsafe impl<F: Family> Sync for Registration<F> {}
 impl<F: Family> Registration<F> {
     /// Registers the family `F` with the socket layer.
     ///
+    /// Sockets can be created as soon as this returns, even while the module is still
+    /// initialising, and a module whose init fails is freed without waiting for them. So this
+    /// must be the last fallible step of module init (as `sock_register` is in C's `rds_init`).
+    ///
     /// Fails with `EEXIST` when another implementation of the same address family is loaded
-    /// (for RDS: the in-tree `rds.ko`), and with `EBUSY` if `F` is already registered.
+    /// (for RDS: the in-tree `rds.ko`), with `EBUSY` if `F` is already registered, and with
+    /// `EINVAL` if the bindings' layout of `struct sock` disagrees with the kernel's.
     pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        // The bindings are generated without layout tests; check the two facts this module
+        // relies on against the compiler that built the kernel.
+        // SAFETY: The helpers only evaluate `sizeof`/`offsetof`.
+        let (c_size, c_destruct) = unsafe {
+            (
+                raw::rds_rs_sizeof_sock(),
+                raw::rds_rs_offsetof_sk_destruct(),
+            )
+        };
+        if c_size != size_of::<raw::sock>() || c_destruct != offset_of!(raw::sock, sk_destruct) {
+            pr_err!("bindings disagree with the kernel's struct sock layout\n");
+            return Err(EINVAL);
+        }
         let tables = F::tables();
         if tables.registered.swap(true, Ordering::AcqRel) {
             return Err(EBUSY);
@@ -195,10 +215,13 @@ impl<F: Family> Registration<F> {
 impl<F: Family> Drop for Registration<F> {
     fn drop(&mut self) {
         let tables = F::tables();
-        // SAFETY: By the type invariant the family is registered. `sock_unregister` waits until
-        // no `create` call is running. Every socket holds a reference to the module through
-        // `proto_ops::owner`, so the module (and this registration) cannot go away while a socket
-        // exists; `proto_unregister` therefore finds no live sockets.
+        // SAFETY: By the type invariant the family is registered. A registration is dropped only
+        // at module exit (`new` must be the last fallible step of init), and a module cannot
+        // exit while `socket(2)` is inside `create` (the socket layer holds a reference to
+        // `net_proto_family::owner` around the call) or while any `struct sock` of the family
+        // exists (`sk_alloc` takes a reference to `proto::owner` that is dropped only after
+        // the sock is freed). So no socket of the family exists now, and unregistering the
+        // family and then the proto is sound.
         unsafe {
             raw::sock_unregister(c_int::from(F::FAMILY));
             raw::proto_unregister(tables.proto.get());
@@ -223,6 +246,7 @@ unsafe extern "C" fn create_callback<F: Family>(
         // SAFETY: `sock` is valid per the function's safety requirements.
         let sock_type = i32::from(unsafe { (*sock).type_ });
         let state = F::create(sock_type, protocol, kern != 0)?;
+        let sk_protocol = u16::try_from(protocol).map_err(|_| EINVAL)?;
         let tables = F::tables();
         // SAFETY: `net` is valid per the safety requirements, and `tables.proto` is registered
         // while `F` is (type invariant of `Registration`).
@@ -240,12 +264,11 @@ unsafe extern "C" fn create_callback<F: Family>(
         }
         // SAFETY: `sk` is a new `struct sock` of `proto::obj_size == size_of::<SockMem>()`
         // bytes that nothing else references yet, and `sock` is valid and exclusively ours, so
-        // initialising both and linking them is sound. The `protocol` cast cannot truncate:
-        // `F::create` accepted it and RDS accepts only 0.
+        // initialising both and linking them is sound.
         unsafe {
             raw::sock_init_data(sock, sk);
             (*sock).ops = tables.ops.get();
-            (*sk).sk_protocol = protocol as u16;
+            (*sk).sk_protocol = sk_protocol;
             (*sk).sk_destruct = Some(destruct_callback::<F>);
             // INVARIANT: `state` now belongs to the socket until `destruct_callback`.
             (*sk.cast::<SockMem>()).state = state.into_foreign();

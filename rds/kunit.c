@@ -36,7 +36,7 @@ static void socket_seqpacket(struct kunit *test)
 
 	KUNIT_ASSERT_EQ(test, 0, sock_create_kern(&init_net, PF_RDS, SOCK_SEQPACKET, 0, &sock));
 	KUNIT_ASSERT_NOT_NULL(test, sock);
-	KUNIT_EXPECT_NOT_NULL(test, sock->sk);
+	KUNIT_ASSERT_NOT_NULL(test, sock->sk);
 	KUNIT_EXPECT_EQ(test, (int)sock->sk->sk_family, PF_RDS);
 	sock_release(sock);
 }

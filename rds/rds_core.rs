@@ -28,7 +28,11 @@ module! {
     license: "GPL",
 }
 
-/// The loaded module: owns every registration, undone in reverse order when it is dropped.
+/// The loaded module: owns every registration.
+///
+/// Rust drops fields in declaration order, so fields are declared in the reverse of the order
+/// `init` sets them up. The family registration comes last in `init` (see
+/// [`bindings::net::Registration::new`]) and so first here.
 struct RdsModule {
     _family: bindings::net::Registration<socket::Rds>,
 }

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Build (or reuse) a guest kernel from Debian's linux-source-6.12.
 #   scripts/kernel.sh plain|debug      -> prints the build directory on stdout
-# The build lives in $CACHE_DIR (outside git), keyed by the kernel package version, the rustc
-# version, the config fragments, the patches and this script. A matching finished build is reused.
+# The build lives in $CACHE_DIR (outside git), keyed by the kernel package version, the rustc and
+# bindgen versions, the config fragments, the patches and RECIPE below. A matching finished build
+# is reused.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
+
+# Bump when a change to this script changes what it builds (not for messages or comments).
+RECIPE=1
 
 variant=${1:?usage: kernel.sh plain|debug}
 case "$variant" in
@@ -17,10 +21,13 @@ esac
 
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) || die "linux-source-6.12 not installed (run scripts/setup.sh)"
 rustcver=$("$KRUSTC" --version) || die "$KRUSTC missing (run scripts/setup.sh)"
-key=$( { echo "$srcver"; echo "$rustcver"; echo "$variant"; "$BINDGEN" --version;
-         cat "${frags[@]}" "$0"; cat "$top"/kernel/patches/*.patch 2>/dev/null || true; } | sha256sum | cut -c1-16)
-out=$CACHE_DIR/kernel/$variant-$key
-if [ -f "$out/.rds-rs-done" ]; then
+bindgenver=$("$BINDGEN" --version) || die "$BINDGEN missing (run scripts/setup.sh)"
+key=$( { echo "$srcver"; echo "$rustcver"; echo "$variant"; echo "$bindgenver";
+         echo "recipe $RECIPE"; cat "${frags[@]}"; cat "$top"/kernel/patches/*.patch 2>/dev/null || true; } | sha256sum | cut -c1-16)
+# One build directory per variant, at a stable path (Kbuild's saved commands hold absolute
+# paths, so a moved tree rebuilds from scratch). The key of the finished build is kept in it.
+out=$CACHE_DIR/kernel/$variant
+if [ -f "$out/.rds-rs-done" ] && [ "$(cat "$out/.rds-rs-key" 2>/dev/null)" = "$key" ]; then
   info "kernel $variant: cached ($out)"
   echo "$out"; exit 0
 fi
@@ -37,19 +44,10 @@ if [ ! -f "$src/.rds-rs-extracted" ]; then
   touch "$src/.rds-rs-extracted"
 fi
 
-# One cached build per variant: an unfinished build of this key is resumed; otherwise the
-# previous build of the variant, if any, becomes this one and Kbuild rebuilds only what the
-# change affects (the same source version only: a new source tree starts from scratch).
-if [ ! -d "$out" ]; then
-  for d in "$CACHE_DIR/kernel/$variant-"*; do
-    [ -d "$d" ] || continue
-    if [ "$(readlink "$d/source")" = "$src" ] && [ ! -d "$out" ]; then
-      rm -f "$d/.rds-rs-done"; mv "$d" "$out"
-    else
-      rm -rf "$d"
-    fi
-  done
-fi
+# A build of another source tree starts from scratch; otherwise Kbuild rebuilds only what the
+# changed configuration or toolchain affects (also resuming an interrupted build).
+[ "$(readlink "$out/source" 2>/dev/null)" = "$src" ] || rm -rf "$out"
+rm -f "$out/.rds-rs-done"
 mkdir -p "$out"
 kmake=(make -C "$src" O="$out" ARCH=x86_64 "${llvm[@]}" RUSTC="$KRUSTC" HOSTRUSTC="$KRUSTC" BINDGEN="$BINDGEN")
 step "configuring $variant kernel ($srcver, $rustcver)"
@@ -68,6 +66,7 @@ $bad"
 
 step "building $variant kernel with -j$JOBS (minutes; cached afterwards)"
 "${kmake[@]}" -j"$JOBS" -s bzImage modules > "$out/build.log" 2>&1 || { tail -40 "$out/build.log" >&2; die "kernel build failed (log: $out/build.log)"; }
+echo "$key" > "$out/.rds-rs-key"
 touch "$out/.rds-rs-done"
 info "kernel $variant: built ($out)"
 echo "$out"

@@ -21,7 +21,7 @@ rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --excl
   "$top/" "$dest/"
 
 gen=$dest/bindings/generated
-key=$( { echo "$kdir"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h"; } | sha256sum | cut -c1-16)
+key=$( { echo "$kdir"; cat "$kdir/.rds-rs-key"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h"; } | sha256sum | cut -c1-16)
 if [ "$(cat "$gen/.key" 2>/dev/null)" != "$key" ]; then
   step "generating bindings for $(basename "$kdir")"
   rm -rf "$gen"

@@ -34,7 +34,7 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log
 count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
 
 step "host: cargo test"
-cargo test --workspace --quiet > "$res/cargo-test.log" 2>&1; rc=$?
+cargo test --workspace --quiet --no-fail-fast > "$res/cargo-test.log" 2>&1; rc=$?
 hp=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\1/p' "$res/cargo-test.log" | paste -sd+ | bc)
 hf=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\2/p' "$res/cargo-test.log" | paste -sd+ | bc)
 passed=$((passed + ${hp:-0})); failed=$((failed + ${hf:-0}))
@@ -46,26 +46,41 @@ kdir=$(bash "$here/kernel.sh" debug) || { count kernel_build 1; finish; }
 module=$(bash "$here/module.sh" "$kdir") || { count module_build 1; finish; }
 count module_build 0
 cargo build --release --quiet -p rds-tests || { count test_programs_build 1; finish; }
-tests_bin=$top/target/release/rds-tests
+tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests
+[ -x "$tests_bin" ] || { count test_programs_present 1; finish; }
 
 step "guest: one-guest suite (C RDS and rds_rs, debug kernel)"
 python3 tests/harness.py one --kernel "$kdir" --out "$res/one" --timeout 420 -- \
-  "$top/tests/guest/suite.sh" "$res/one" "$kdir" "$module" "$tests_bin"
+  "$top/tests/guest/suite.sh" "$res/one" "$kdir" "$module" "$tests_bin" || count harness_one $?
 
 step "guest: two-guest RDS/IB ping-pong over the in-tree C rds_rdma (soft-RoCE)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
 mkdir -p "$res/pair/a" "$res/pair/b"
+side() { printf '%q ' "$pair" "$1" "$res/pair/$2" "$kdir" "$tests_bin" "$3" "$4" 4000 20 rxe "$res/pair/$5"; }
 # lockdep.prove_locking=0: the C reference modules trip lockdep on every RDS/IB accept in 6.12
 # (Documentation/c-rds-findings.md). Only runs of the C modules alone get this; KASAN, kmemleak
 # and the other detectors stay on. Runs of rds_rs keep lockdep on.
 python3 tests/harness.py two --kernel "$kdir" --out "$res/pair" --timeout 420 --port "$port" \
   --append lockdep.prove_locking=0 \
-  --a "$pair server $res/pair/a $kdir $tests_bin 192.0.2.1 192.0.2.2 4000 20 rxe $res/pair/b" \
-  --b "$pair client $res/pair/b $kdir $tests_bin 192.0.2.2 192.0.2.1 4000 20 rxe $res/pair/a"
+  --a "$(side server a 192.0.2.1 192.0.2.2 b)" --b "$(side client b 192.0.2.2 192.0.2.1 a)" \
+  || count harness_two $?
 
 step "judging guest results"
-python3 tests/harness.py judge --counts "$res/guest-counts" "$res/one" "$res/pair/a" "$res/pair/b"
+# Results that must be there, whatever else the guests wrote.
+expect=()
+for impl in c rs; do
+  for name in socket_seqpacket socket_dgram socket_seqpacket_protocol_1 socket_many_open; do
+    expect+=(--expect "$res/one/socket.$impl.tap:$name")
+  done
+done
+for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
+  expect+=(--expect "$res/one/exclusion.tap:$name")
+done
+expect+=(--expect "$res/pair/a/pingpong-c-rxe.tap:pingpong_server"
+         --expect "$res/pair/b/pingpong-c-rxe.tap:pingpong_client")
+python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
+  "$res/one" "$res/pair/a" "$res/pair/b"
 if read -r gp gf < "$res/guest-counts"; then
   passed=$((passed + gp)); failed=$((failed + gf))
 else

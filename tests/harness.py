@@ -39,37 +39,60 @@ BAD_LOG = [
     r"possible recursive locking", r"inconsistent lock state", r"suspicious RCU usage",
     r"unreferenced object", r"blocked for more than", r"soft lockup",
     r"hard LOCKUP", r"rust_panic", r"panicked at", r"Call Trace:",
+    r"kmemleak: .*disabled", r"Cannot allocate a kmemleak",
 ]
+# Console lines that come from the kernel (vng prints messages of its own there too).
+KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\]")
 BAD_RE = re.compile("|".join(BAD_LOG))
 
 
-def run_guests(specs, timeout):
+def run_guests(specs, timeout, listen_port=None):
     """Starts one vng process per (argv, logfile) spec, each in its own process group, and waits
-    for all of them within `timeout` seconds. Returns the exit codes (None = killed)."""
+    for all of them within `timeout` seconds. Returns the exit codes (None = killed). With
+    `listen_port`, later guests start only once the first listens on that port."""
     procs = []
-    for argv, log in specs:
-        f = open(log, "wb")
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
-                             start_new_session=True)
-        procs.append((p, f))
-        time.sleep(1.0)  # the first guest (socket listener) must be up before the second
     deadline = time.monotonic() + timeout
     codes = []
-    for p, f in procs:
-        left = max(0.0, deadline - time.monotonic())
-        try:
-            codes.append(p.wait(timeout=left))
-        except subprocess.TimeoutExpired:
-            codes.append(None)
-    for (p, f), code in zip(procs, codes):
-        if code is None or p.poll() is None:
+    try:
+        for i, (argv, log) in enumerate(specs):
+            if i > 0 and listen_port is not None and not wait_listening(listen_port, deadline):
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{listen_port}")
+            f = open(log, "wb")
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append((p, f))
+        for p, f in procs:
+            left = max(0.0, deadline - time.monotonic())
             try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait()
-        f.close()
-    return codes
+                codes.append(p.wait(timeout=left))
+            except subprocess.TimeoutExpired:
+                codes.append(None)
+    finally:
+        # Every guest still running (overran, or the harness itself is being stopped) is killed
+        # with its whole process group, by its own pid.
+        for p, f in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+            f.close()
+    return codes + [None] * (len(specs) - len(codes))
+
+
+def wait_listening(port, deadline):
+    """Waits until a TCP socket listens on 127.0.0.1:port (the first guest's QEMU), reading
+    /proc/net/tcp rather than connecting: QEMU would take a probe for its one peer."""
+    want = f"0100007F:{port:04X}"
+    while time.monotonic() < deadline:
+        with open("/proc/net/tcp") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 3 and fields[1] == want and fields[3] == "0A":
+                    return True
+        time.sleep(0.2)
+    return False
 
 
 def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=()):
@@ -117,7 +140,7 @@ def cmd_two(a):
                                append=a.append),
                       os.path.join(out, "console.txt")))
     t0 = time.monotonic()
-    codes = run_guests(specs, a.timeout)
+    codes = run_guests(specs, a.timeout, listen_port=a.port)
     for side, code in zip("ab", codes):
         record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
                             time.monotonic() - t0, a.timeout)
@@ -134,19 +157,21 @@ def record_guest_status(out, name, code, secs, bound):
 
 
 def parse_ktap(dmesg):
-    """Returns [(ok, name)] for the KUnit cases of every suite in a kernel log."""
-    cases = []
+    """Returns (cases, suites): [(ok, name)] for the KUnit cases (indented below their suite)
+    and for the suites (top level) in a kernel log. A skipped case counts as not ok: a test
+    that did not run has not passed."""
+    cases, suites = [], []
     for line in dmesg.splitlines():
         line = re.sub(r"^\[[ 0-9.]+\]\s?", "", line)
-        m = re.match(r"^(\s+)(not ok|ok) \d+ (\S+)", line)
-        if m and len(m.group(1)) >= 4:  # case lines are indented below their suite
-            cases.append((m.group(2) == "ok", m.group(3)))
-        elif re.match(r"^(\s*)# Subtest: ", line) is None and "kunit" in line and "not ok" in line:
-            cases.append((False, "kunit"))
-    return cases
+        m = re.match(r"^(\s*)(not ok|ok) \d+ (\S+)(.*)$", line)
+        if not m:
+            continue
+        ok = m.group(2) == "ok" and "# SKIP" not in m.group(4).upper()
+        (cases if len(m.group(1)) >= 4 else suites).append((ok, m.group(3)))
+    return cases, suites
 
 
-def judge(dirs):
+def judge(dirs, expect=()):
     """Counts every result in the given run directories, prints failures, compares the C and
     Rust observations, and returns (passed, failed)."""
     passed = failed = 0
@@ -165,6 +190,8 @@ def judge(dirs):
             result(False, f"{label}", "no results (run did not happen)")
             continue
         taps = {}
+        if not os.path.exists(os.path.join(d, "vm.tap")):
+            result(False, f"{label}/vm", "the guest was never run (no vm.tap)")
         for fn in sorted(os.listdir(d)):
             if not fn.endswith(".tap"):
                 continue
@@ -176,6 +203,8 @@ def judge(dirs):
                 ok, name, rest = m.group(1) == "ok", m.group(2), m.group(3)
                 obs[name] = rest.split(":", 1)[0]
                 result(ok, f"{label}/{fn[:-4]}/{name}", rest)
+            if not obs:
+                result(False, f"{label}/{fn[:-4]}", "no results: the test program did not run")
             taps[fn[:-4]] = obs
         # Differential: every check run against both implementations must observe the same.
         for suite in sorted(k[:-2] for k in taps if k.endswith(".c")):
@@ -187,10 +216,13 @@ def judge(dirs):
         dmesg_path = os.path.join(d, "dmesg.txt")
         dmesg = open(dmesg_path, errors="replace").read() if os.path.exists(dmesg_path) else ""
         if os.path.exists(os.path.join(d, "kunit.expected")):
-            cases = parse_ktap(dmesg)
+            cases, suites = parse_ktap(dmesg)
             want = int(open(os.path.join(d, "kunit.expected")).read().split()[0])
             for ok, name in cases:
                 result(ok, f"{label}/kunit/{name}")
+            for ok, name in suites:
+                if not ok:
+                    result(False, f"{label}/kunit/{name}", "suite not ok")
             if len(cases) != want:
                 result(False, f"{label}/kunit", f"{len(cases)} KUnit cases ran, expected {want}")
         leaks_path = os.path.join(d, "kmemleak.txt")
@@ -203,15 +235,23 @@ def judge(dirs):
         for fn in ("console.txt", "dmesg.txt"):
             p = os.path.join(d, fn)
             if os.path.exists(p):
-                bad += [f"{fn}: {l.strip()}" for l in open(p, errors="replace") if BAD_RE.search(l)]
+                bad += [f"{fn}: {l.strip()}" for l in open(p, errors="replace")
+                        if KERNEL_LINE.match(l) and BAD_RE.search(l)]
         result(not bad, f"{label}/kernel_log_clean", "\n  ".join([""] + bad[:40]))
         if not dmesg:
             result(False, f"{label}/dmesg", "no kernel log collected")
+    # Results that must exist: a check that silently did not run has not passed.
+    for e in expect:
+        path, name = e.rsplit(":", 1)
+        found = os.path.exists(path) and any(
+            re.match(rf"^(not ok|ok) {re.escape(name)}( |$)", l) for l in open(path, errors="replace"))
+        if not found:
+            result(False, f"{os.path.relpath(path)}:{name}", "expected result missing")
     return passed, failed
 
 
 def cmd_judge(a):
-    passed, failed = judge(a.dirs)
+    passed, failed = judge(a.dirs, a.expect)
     print(f"guest: {passed} passed, {failed} failed")
     with open(a.counts, "w") as f:
         f.write(f"{passed} {failed}\n")
@@ -236,6 +276,8 @@ def main():
     two.add_argument("--b", required=True)
     jd = sub.add_parser("judge")
     jd.add_argument("--counts", required=True)
+    jd.add_argument("--expect", action="append", default=[],
+                    help="DIR/FILE.tap:NAME that must be present (repeatable)")
     jd.add_argument("dirs", nargs="+")
     a = ap.parse_args()
     {"one": cmd_one, "two": cmd_two, "judge": cmd_judge}[a.mode](a)

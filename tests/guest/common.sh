@@ -4,9 +4,10 @@
 kmemleak=/sys/kernel/debug/kmemleak
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 
-# tap FILE ok|not NAME OBSERVATION [WHY]
+# tap FILE ok|not NAME OBSERVATION [WHY]   (multi-line text is flattened to one line)
 tap() {
-  local f=$1 res=$2 name=$3 obs=$4 why=${5:-}
+  local f=$1 res=$2 name=$3 obs=${4:-} why=${5:-}
+  obs=${obs//$'\n'/ } why=${why//$'\n'/ }
   if [ "$res" = ok ]; then echo "ok $name $obs" >> "$OUT/$f"
   else echo "not ok $name $obs: $why" >> "$OUT/$f"; fi
 }
@@ -30,11 +31,26 @@ load_rs() {
 }
 unload_rs() { rmmod rds_rs && ! loaded rds_rs; }
 
-kmemleak_clear() { [ -e $kmemleak ] && echo clear > $kmemleak; }
+# Forgets what kmemleak would report so far (boot-time objects): `clear` only drops objects a
+# scan already reported, so scan first.
+kmemleak_clear() {
+  [ -e $kmemleak ] || return 0
+  echo scan > $kmemleak && echo clear > $kmemleak
+}
 # Reports objects leaked since kmemleak_clear; kmemleak only reports objects older than 5 s.
+# A kmemleak that is missing or has disabled itself is a failure, not a clean report.
 kmemleak_report() {
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
   sleep 6
-  echo scan > $kmemleak; echo scan > $kmemleak
+  if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
+    echo "kmemleak scan failed (kmemleak disabled?)" > "$OUT/kmemleak.txt"; return
+  fi
   cat $kmemleak > "$OUT/kmemleak.txt"
+}
+
+# run_prog TAPFILE-FOR-ERRORS NAME CMD... : runs a test program; a non-zero exit is a failure.
+run_prog() {
+  local f=$1 name=$2; shift 2
+  "$@"; local rc=$?
+  [ $rc -eq 0 ] || tap "$f" not "${name}_exit" "rc=$rc" "test program failed"
 }

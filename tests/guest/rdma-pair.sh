@@ -25,11 +25,13 @@ ip link set "$nics" up && ip addr add "$ME/24" dev "$nics" \
 if load_c rdma; then
   if [ "$ROLE" = server ]; then
     echo ready > "$OUT/ready"
-    "$TESTS" pingpong server "$ME" "$PORT" "$COUNT" > "$OUT/pingpong-c-$SOFT.tap"
+    run_prog harness.tap pingpong "$TESTS" pingpong server "$ME" "$PORT" "$COUNT" \
+      > "$OUT/pingpong-c-$SOFT.tap"
   else
     for _ in $(seq 600); do [ -e "$PEER_OUT/ready" ] && break; sleep 0.5; done
     [ -e "$PEER_OUT/ready" ] || tap harness.tap not peer_ready none "server never became ready"
-    "$TESTS" pingpong client "$ME" "$PEER" "$PORT" "$COUNT" > "$OUT/pingpong-c-$SOFT.tap"
+    run_prog harness.tap pingpong "$TESTS" pingpong client "$ME" "$PEER" "$PORT" "$COUNT" \
+      > "$OUT/pingpong-c-$SOFT.tap"
   fi
   unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
 else

@@ -15,7 +15,7 @@ rs_loads=0
 
 # In-tree C RDS.
 if load_c; then
-  "$TESTS" socket > "$OUT/socket.c.tap"
+  run_prog harness.tap socket_c "$TESTS" socket > "$OUT/socket.c.tap"
   unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
 else
   tap harness.tap not load_c failed "insmod of the C modules failed"
@@ -23,16 +23,16 @@ fi
 
 # rds_rs (the KUnit suite runs at insmod).
 if load_rs; then
-  "$TESTS" socket > "$OUT/socket.rs.tap"
+  run_prog harness.tap socket_rs "$TESTS" socket > "$OUT/socket.rs.tap"
   # A socket held open pins the module: rmmod must fail with EBUSY and change nothing.
-  "$TESTS" hold 60 > /tmp/hold.out 2>&1 & holder=$!
-  for _ in $(seq 300); do grep -q holding /tmp/hold.out && break; sleep 0.1; done
-  if grep -q holding /tmp/hold.out; then
+  "$TESTS" hold 60 > "$OUT/hold.out" 2>&1 & holder=$!
+  for _ in $(seq 300); do grep -q holding "$OUT/hold.out" && break; sleep 0.1; done
+  if grep -q holding "$OUT/hold.out"; then
     err=$(rmmod rds_rs 2>&1)
     if loaded rds_rs && [[ $err == *"in use"* ]]; then tap exclusion.tap ok rmmod_with_open_socket EBUSY
     else tap exclusion.tap not rmmod_with_open_socket "unloaded" "$err"; fi
   else
-    tap exclusion.tap not rmmod_with_open_socket none "hold program did not start: $(cat /tmp/hold.out)"
+    tap exclusion.tap not rmmod_with_open_socket none "hold program did not start: $(cat "$OUT/hold.out")"
   fi
   kill "$holder"; wait "$holder"
   unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
@@ -52,6 +52,8 @@ if load_c; then
   # And after C is gone, ours loads and unloads again.
   if load_rs && unload_rs; then tap exclusion.tap ok load_rs_after_c_unloaded OK
   else tap exclusion.tap not load_rs_after_c_unloaded failed "insmod/rmmod failed"; fi
+else
+  tap exclusion.tap not load_c_for_exclusion failed "insmod of the C modules failed"
 fi
 
 echo $((kunit_cases * rs_loads)) > "$OUT/kunit.expected"
