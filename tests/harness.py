@@ -99,8 +99,9 @@ def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, appen
     bz = os.path.join(kernel, "arch/x86/boot/bzImage")
     if not os.path.exists(bz):
         sys.exit(f"harness: no kernel image at {bz}")
-    argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "1G", "--name", name,
-            "--rwdir", out, "--verbose", "--append", "kmemleak=on"]
+    argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "512M", "--name", name,
+            "--rwdir", out, "--verbose", "--append", "kmemleak=on",
+            "--append", "udev.children_max=1"]
     for arg in append:
         argv += ["--append", arg]
     if extra_qemu:
@@ -118,7 +119,7 @@ def cmd_one(a):
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
     t0 = time.monotonic()
-    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append),
+    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus),
                         os.path.join(a.out, "console.txt"))],
                        a.timeout)
     record_guest_status(a.out, "guest", codes[0], time.monotonic() - t0, a.timeout)
@@ -265,6 +266,7 @@ def main():
     one.add_argument("--out", required=True)
     one.add_argument("--timeout", type=int, default=600)
     one.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    one.add_argument("--cpus", type=int, default=2)
     one.add_argument("command", nargs="+")
     two = sub.add_parser("two")
     two.add_argument("--kernel", required=True)
