@@ -10,7 +10,9 @@
 //!
 //! See the [`Header`] type for the 48-byte `struct rds_header`,
 //! [`header_checksum`] / [`verify_checksum`] for `h_csum`, and [`Ext`] for the
-//! extension headers carried in `h_exthdr`.
+//! extension headers carried in `h_exthdr`; and [`parse_bind`],
+//! [`parse_connect`] and [`encode_sockaddr`] for the socket-address rules of
+//! `bind`, `connect` and `getname` (with [`Addr`] and [`SockAddr`]).
 
 #![no_std]
 #![forbid(unsafe_code)]
