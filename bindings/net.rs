@@ -16,12 +16,13 @@ use core::{
     marker::PhantomData,
     mem::{offset_of, size_of},
     ptr,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
 use kernel::{
     error::{from_result, to_result},
     ffi::{c_char, c_int, c_void},
     prelude::*,
+    sync::{Arc, ArcBorrow},
     types::{ForeignOwnable, Opaque},
     ThisModule,
 };
@@ -29,8 +30,23 @@ use kernel::{
 /// `SOCK_SEQPACKET`, the only socket type RDS accepts.
 pub(crate) const SOCK_SEQPACKET: i32 = raw::sock_type_SOCK_SEQPACKET as i32;
 
+/// Identifies a network namespace (the address of its `struct net`).
+///
+/// Only compared, never dereferenced. A socket holds a reference on its namespace for its
+/// whole life, so the identity of a live socket's namespace cannot be reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct NetId(usize);
+
+/// The size of the address buffer `getname` fills: a `struct sockaddr_in6`, the largest
+/// address an inet-style family returns (callers pass a `struct sockaddr_storage`).
+pub(crate) const GETNAME_LEN: usize = 28;
+
 /// A socket family implemented in Rust.
 pub(crate) trait Family: Sized + 'static {
+    /// State shared by all sockets of the family (for RDS: the table of bound ports), owned by
+    /// the [`Registration`] and handed to every `create`.
+    type Shared: Send + Sync;
+
     /// The state of one socket, owned by the socket from `create` until its memory is freed.
     type Socket: Send + Sync;
 
@@ -46,7 +62,12 @@ pub(crate) trait Family: Sized + 'static {
     /// Checks the type and protocol of a new socket and builds its state.
     ///
     /// An error is returned to `socket(2)` and no socket is created.
-    fn create(sock_type: i32, protocol: i32, kern: bool) -> Result<Pin<KBox<Self::Socket>>>;
+    fn create(
+        shared: ArcBorrow<'_, Self::Shared>,
+        sock_type: i32,
+        protocol: i32,
+        kern: bool,
+    ) -> Result<Pin<KBox<Self::Socket>>>;
 
     /// Called when the socket is closed: the last file reference to it is gone.
     ///
@@ -54,6 +75,21 @@ pub(crate) trait Family: Sized + 'static {
     /// That can happen in any context, softirq included, so `Self::Socket`'s `Drop` must not
     /// sleep.
     fn release(socket: Pin<&Self::Socket>);
+
+    /// `bind(2)`: `addr` is the socket address user space passed (already copied into the
+    /// kernel; its length is the `addrlen` argument), `net` the socket's namespace.
+    fn bind(socket: Pin<&Self::Socket>, net: NetId, addr: &[u8]) -> Result;
+
+    /// `connect(2)`: `addr` as for [`Family::bind`].
+    fn connect(socket: Pin<&Self::Socket>, addr: &[u8]) -> Result;
+
+    /// `getsockname(2)` (`peer` false) and `getpeername(2)` (`peer` true): writes the address
+    /// into `out` and returns its length.
+    fn getname(
+        socket: Pin<&Self::Socket>,
+        peer: bool,
+        out: &mut [u8; GETNAME_LEN],
+    ) -> Result<usize>;
 }
 
 /// The C tables of one socket family.
@@ -70,6 +106,8 @@ pub(crate) struct FamilyTables {
     ops: Opaque<raw::proto_ops>,
     family: Opaque<raw::net_proto_family>,
     registered: AtomicBool,
+    /// `Arc<F::Shared>::into_foreign` while registered, null otherwise.
+    shared: AtomicPtr<c_void>,
 }
 
 // SAFETY: Rust only writes the C fields while it owns them exclusively (see the type invariant:
@@ -85,6 +123,7 @@ impl FamilyTables {
             ops: Opaque::uninit(),
             family: Opaque::uninit(),
             registered: AtomicBool::new(false),
+            shared: AtomicPtr::new(ptr::null_mut()),
         }
     }
 }
@@ -129,7 +168,7 @@ impl<F: Family> Registration<F> {
     /// Fails with `EEXIST` when another implementation of the same address family is loaded
     /// (for RDS: the in-tree `rds.ko`), with `EBUSY` if `F` is already registered, and with
     /// `EINVAL` if the bindings' layout of `struct sock` disagrees with the kernel's.
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+    pub(crate) fn new(module: &'static ThisModule, shared: Arc<F::Shared>) -> Result<Self> {
         // The bindings are generated without layout tests; check the two facts this module
         // relies on against the compiler that built the kernel.
         // SAFETY: The helpers only evaluate `sizeof`/`offsetof`.
@@ -163,11 +202,11 @@ impl<F: Family> Registration<F> {
             family: c_int::from(F::FAMILY),
             owner,
             release: Some(release_callback::<F>),
-            bind: Some(raw::sock_no_bind),
-            connect: Some(raw::sock_no_connect),
+            bind: Some(bind_callback::<F>),
+            connect: Some(connect_callback::<F>),
             socketpair: Some(raw::sock_no_socketpair),
             accept: Some(raw::sock_no_accept),
-            getname: Some(raw::sock_no_getname),
+            getname: Some(getname_callback::<F>),
             ioctl: Some(raw::sock_no_ioctl),
             listen: Some(raw::sock_no_listen),
             shutdown: Some(raw::sock_no_shutdown),
@@ -190,10 +229,21 @@ impl<F: Family> Registration<F> {
             tables.ops.get().write(ops);
             tables.family.get().write(family);
         }
+        // Published before `sock_register`, so every `create` finds it.
+        tables
+            .shared
+            .store(shared.into_foreign().cast_mut(), Ordering::Release);
+        let drop_shared = || {
+            let p = tables.shared.swap(ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: `p` came from `Arc::into_foreign` above and no socket (the only other
+            // user) can exist: the family is not registered.
+            drop(unsafe { <Arc<F::Shared> as ForeignOwnable>::from_foreign(p) });
+        };
 
         // SAFETY: `proto` is fully initialised and lives in a `static`, so it outlives the
         // registration, as `proto_register` requires.
         if let Err(e) = to_result(unsafe { raw::proto_register(tables.proto.get(), 1) }) {
+            drop_shared();
             tables.registered.store(false, Ordering::Release);
             return Err(e);
         }
@@ -202,6 +252,7 @@ impl<F: Family> Registration<F> {
         if let Err(e) = to_result(unsafe { raw::sock_register(tables.family.get()) }) {
             // SAFETY: `proto_register` succeeded above and no socket can exist yet.
             unsafe { raw::proto_unregister(tables.proto.get()) };
+            drop_shared();
             tables.registered.store(false, Ordering::Release);
             return Err(e);
         }
@@ -226,6 +277,10 @@ impl<F: Family> Drop for Registration<F> {
             raw::sock_unregister(c_int::from(F::FAMILY));
             raw::proto_unregister(tables.proto.get());
         }
+        let p = tables.shared.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: `p` came from `Arc::into_foreign` in `new`; no socket exists any more (see
+        // above), so nothing borrows it.
+        drop(unsafe { <Arc<F::Shared> as ForeignOwnable>::from_foreign(p) });
         tables.registered.store(false, Ordering::Release);
     }
 }
@@ -245,7 +300,13 @@ unsafe extern "C" fn create_callback<F: Family>(
     from_result(|| {
         // SAFETY: `sock` is valid per the function's safety requirements.
         let sock_type = i32::from(unsafe { (*sock).type_ });
-        let state = F::create(sock_type, protocol, kern != 0)?;
+        // SAFETY: `F` is registered, so `shared` holds `Arc::into_foreign` (published before
+        // `sock_register`) and is released only after `sock_unregister`, which cannot complete
+        // while this `create` runs.
+        let shared = unsafe {
+            <Arc<F::Shared> as ForeignOwnable>::borrow(F::tables().shared.load(Ordering::Acquire))
+        };
+        let state = F::create(shared, sock_type, protocol, kern != 0)?;
         let sk_protocol = u16::try_from(protocol).map_err(|_| EINVAL)?;
         let tables = F::tables();
         // SAFETY: `net` is valid per the safety requirements, and `tables.proto` is registered
@@ -325,7 +386,132 @@ unsafe extern "C" fn destruct_callback<F: Family>(sk: *mut raw::sock) {
     unsafe { (*mem).state = ptr::null() };
 }
 
+/// Borrows the Rust state of a socket of family `F`.
+///
+/// # Safety
+///
+/// `sock` is a valid socket of family `F` whose file is open (so `sock->sk` is set and its
+/// state lives at least as long as the returned reference is used, within the calling
+/// `proto_ops` callback).
+unsafe fn state<'a, F: Family>(sock: *mut raw::socket) -> (*mut raw::sock, Pin<&'a F::Socket>) {
+    // SAFETY: Per the function's safety requirements `sock` is valid and `sk` is set; by the
+    // type invariant of `SockMem`, `state` came from `into_foreign` for `F` and stays valid
+    // until `destruct_callback`, which cannot run while the socket's file is open.
+    unsafe {
+        let sk = (*sock).sk;
+        let state = (*sk.cast::<SockMem>()).state;
+        (sk, <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow(state))
+    }
+}
+
+/// Views a socket address the socket layer copied into the kernel as bytes.
+///
+/// # Safety
+///
+/// `addr` points to at least `len` readable bytes when `len > 0` (the socket layer copies
+/// `addrlen` bytes into a `struct sockaddr_storage` before calling `bind` or `connect`).
+unsafe fn addr_bytes<'a>(addr: *const raw::sockaddr, len: c_int) -> Result<&'a [u8]> {
+    let len = usize::try_from(len).map_err(|_| EINVAL)?;
+    if len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: Per the function's safety requirements.
+    Ok(unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), len) })
+}
+
+/// `proto_ops::bind`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and `addr_len` bytes at `addr`.
+unsafe extern "C" fn bind_callback<F: Family>(
+    sock: *mut raw::socket,
+    addr: *mut raw::sockaddr,
+    addr_len: c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (sk, socket) = unsafe { state::<F>(sock) };
+        // SAFETY: As above.
+        let addr = unsafe { addr_bytes(addr, addr_len)? };
+        // SAFETY: `sk` is a valid sock; `sock_net` only reads its namespace pointer.
+        let net = NetId(unsafe { raw::sock_net(sk) } as usize);
+        F::bind(socket, net, addr)?;
+        Ok(0)
+    })
+}
+
+/// `proto_ops::connect`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and `addr_len` bytes at `addr`.
+unsafe extern "C" fn connect_callback<F: Family>(
+    sock: *mut raw::socket,
+    addr: *mut raw::sockaddr,
+    addr_len: c_int,
+    _flags: c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (_, socket) = unsafe { state::<F>(sock) };
+        // SAFETY: As above.
+        let addr = unsafe { addr_bytes(addr, addr_len)? };
+        F::connect(socket, addr)?;
+        Ok(0)
+    })
+}
+
+/// `proto_ops::getname`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and `addr` pointing to a
+/// writable `struct sockaddr_storage` (at least [`GETNAME_LEN`] bytes).
+unsafe extern "C" fn getname_callback<F: Family>(
+    sock: *mut raw::socket,
+    addr: *mut raw::sockaddr,
+    peer: c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (_, socket) = unsafe { state::<F>(sock) };
+        let mut out = [0u8; GETNAME_LEN];
+        let len = F::getname(socket, peer != 0, &mut out)?;
+        let len = len.min(GETNAME_LEN);
+        // SAFETY: `addr` is writable for at least `GETNAME_LEN >= len` bytes.
+        unsafe { ptr::copy_nonoverlapping(out.as_ptr(), addr.cast::<u8>(), len) };
+        Ok(len as c_int)
+    })
+}
+
+/// A random `u16` from the kernel's RNG (`get_random_u16`).
+pub(crate) fn random_u16() -> u16 {
+    // SAFETY: `get_random_u16` has no preconditions.
+    unsafe { raw::get_random_u16() }
+}
+
 /// `ESOCKTNOSUPPORT`, which `kernel::error::code` does not provide.
 pub(crate) fn esocktnosupport() -> Error {
     Error::from_errno(-(raw::ESOCKTNOSUPPORT as c_int))
+}
+
+/// The [`Error`] of a positive errno number (for errnos `kernel::error::code` lacks).
+pub(crate) fn errno(positive: i32) -> Error {
+    Error::from_errno(-positive)
+}
+
+/// `EADDRINUSE`, which `kernel::error::code` does not provide.
+pub(crate) fn eaddrinuse() -> Error {
+    errno(raw::EADDRINUSE as i32)
+}
+
+/// `EADDRNOTAVAIL`, which `kernel::error::code` does not provide.
+pub(crate) fn eaddrnotavail() -> Error {
+    errno(raw::EADDRNOTAVAIL as i32)
+}
+
+/// `ENOTCONN`, which `kernel::error::code` does not provide.
+pub(crate) fn enotconn() -> Error {
+    errno(raw::ENOTCONN as i32)
 }

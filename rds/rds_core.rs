@@ -9,10 +9,12 @@
 //! - `bindings` (from `bindings/`): the only code that touches C, with thin safe wrappers.
 //! - `proto` (from `proto/src/`): pure, `no_std` protocol logic shared with host tests.
 //! - [`socket`]: the `AF_RDS` socket family.
+//! - [`bind`]: the table of bound sockets.
 //! - [`kunit`]: the Rust side of the module's KUnit suite (`rds/kunit.c`).
 
 use kernel::prelude::*;
 
+mod bind;
 #[path = "../bindings/bindings.rs"]
 mod bindings;
 mod kunit;
@@ -39,12 +41,14 @@ struct RdsModule {
 
 impl kernel::Module for RdsModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let family = bindings::net::Registration::<socket::Rds>::new(module).inspect_err(|e| {
-            pr_err!(
-                "cannot register PF_RDS ({:?}); is another RDS module loaded?\n",
-                e.to_errno()
-            )
-        })?;
+        let shared = socket::Shared::new()?;
+        let family =
+            bindings::net::Registration::<socket::Rds>::new(module, shared).inspect_err(|e| {
+                pr_err!(
+                    "cannot register PF_RDS ({:?}); is another RDS module loaded?\n",
+                    e.to_errno()
+                )
+            })?;
         pr_info!("PF_RDS registered\n");
         Ok(Self { _family: family })
     }

@@ -78,6 +78,9 @@ for impl in c rs; do
   for name in socket_seqpacket socket_dgram socket_seqpacket_protocol_1 socket_many_open; do
     expect+=(--expect "$res/one/socket.$impl.tap:$name")
   done
+  for name in bind_loopback bind_in_use bind_after_close connect_loopback getsockname6_bound; do
+    expect+=(--expect "$res/one/bind.$impl.tap:$name")
+  done
 done
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/one/exclusion.tap:$name")

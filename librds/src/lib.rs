@@ -118,6 +118,50 @@ impl RdsSocket {
         Ok(())
     }
 
+    /// `bind(2)` with the raw bytes of a socket address (any family and length), for testing
+    /// what the kernel accepts.
+    pub fn bind_raw(&self, addr: &[u8]) -> io::Result<()> {
+        // SAFETY: `addr` is valid for `addr.len()` bytes.
+        cvt(unsafe {
+            libc::bind(
+                self.fd.as_raw_fd(),
+                addr.as_ptr().cast(),
+                addr.len() as libc::socklen_t,
+            )
+        }
+        .into())?;
+        Ok(())
+    }
+
+    /// `connect(2)` with the raw bytes of a socket address (sets the default destination).
+    pub fn connect_raw(&self, addr: &[u8]) -> io::Result<()> {
+        // SAFETY: `addr` is valid for `addr.len()` bytes.
+        cvt(unsafe {
+            libc::connect(
+                self.fd.as_raw_fd(),
+                addr.as_ptr().cast(),
+                addr.len() as libc::socklen_t,
+            )
+        }
+        .into())?;
+        Ok(())
+    }
+
+    /// `getsockname(2)` (`peer` false) or `getpeername(2)` (`peer` true): the raw address
+    /// bytes, as long as the length the kernel returned.
+    pub fn name_raw(&self, peer: bool) -> io::Result<Vec<u8>> {
+        let mut buf = [0u8; 128];
+        let mut len = buf.len() as libc::socklen_t;
+        let f = if peer {
+            libc::getpeername
+        } else {
+            libc::getsockname
+        };
+        // SAFETY: `buf` and `len` are valid for writes and `len` holds the size of `buf`.
+        cvt(unsafe { f(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), &mut len) }.into())?;
+        Ok(buf[..(len as usize).min(buf.len())].to_vec())
+    }
+
     /// Returns the local address the socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
         // SAFETY: all-zero is a valid `sockaddr_in`.

@@ -7,10 +7,12 @@
 //!
 //! Usage:
 //! - `rds-tests socket`: socket creation and type checks.
+//! - `rds-tests bind`: bind, connect, getsockname and getpeername.
 //! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
 //! - `rds-tests pingpong server <addr> <port> <count>`
 //! - `rds-tests pingpong client <local-addr> <server-addr> <port> <count>`
 
+mod bind;
 mod pingpong;
 mod socket;
 
@@ -79,6 +81,8 @@ pub(crate) fn errno_name(e: i32) -> String {
         libc::ENOBUFS => "ENOBUFS",
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::EPROTOTYPE => "EPROTOTYPE",
         _ => return format!("E{e}"),
     };
     name.into()
@@ -100,6 +104,10 @@ fn main() -> ExitCode {
     let res = match args.as_slice() {
         ["socket"] => {
             socket::run(&mut report);
+            Ok(())
+        }
+        ["bind"] => {
+            bind::run(&mut report);
             Ok(())
         }
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
