@@ -49,46 +49,43 @@ cargo build --release --quiet -p rds-tests || { count test_programs_build 1; fin
 tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests
 [ -x "$tests_bin" ] || { count test_programs_present 1; finish; }
 
-# The one-guest suite and the two-guest pair run at the same time: much of a guest's run is
-# waiting (kmemleak's object age, the peer handshake), so together they take far less than
-# one after the other. Each has its own bound.
-step "guest: one-guest suite (C RDS and rds_rs) and two-guest RDS/IB pair, debug kernel"
-python3 tests/harness.py one --kernel "$kdir" --out "$res/one" --timeout 420 --cpus 1 -- \
-  "$top/tests/guest/suite.sh" "$res/one" "$kdir" "$module" "$tests_bin" &
-one_pid=$!
-
-# Two guests: ping-pong over the in-tree C rds_rdma on soft-RoCE.
+# Two guests joined by a QEMU socket link, one vCPU each (the host has two cores):
+#  a: the in-tree C rds_rdma as the passive (server) side of an RDS/IB ping-pong on soft-RoCE.
+#  b: first the one-guest suite (KUnit, C-vs-Rust socket and bind tests, load exclusion), then
+#     the C rds_rdma client side of the ping-pong. Never two RDS implementations at once.
+# lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
+# RDS/IB accept in 6.12 (Documentation/c-rds-findings.md). Guest a runs nothing but the C
+# modules; KASAN, kmemleak and the other detectors stay on. Guest b, where rds_rs runs, keeps
+# lockdep on.
+step "guests: suite (C RDS and rds_rs) + two-guest RDS/IB ping-pong, debug kernel"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
-mkdir -p "$res/pair/a" "$res/pair/b"
-side() { printf '%q ' "$pair" "$1" "$res/pair/$2" "$kdir" "$tests_bin" "$3" "$4" 4000 20 rxe "$res/pair/$5"; }
-# lockdep.prove_locking=0: the C reference modules trip lockdep on every RDS/IB accept in 6.12
-# (Documentation/c-rds-findings.md). Only runs of the C modules alone get this; KASAN, kmemleak
-# and the other detectors stay on. Runs of rds_rs keep lockdep on.
-python3 tests/harness.py two --kernel "$kdir" --out "$res/pair" --timeout 420 --port "$port" \
-  --append lockdep.prove_locking=0 \
-  --a "$(side server a 192.0.2.1 192.0.2.2 b)" --b "$(side client b 192.0.2.2 192.0.2.1 a)" \
-  || count harness_two $?
-wait "$one_pid" || count harness_one $?
+mkdir -p "$res/a" "$res/b"
+q() { printf '%q ' "$@"; }
+guest_a=$(q "$pair" server "$res/a" "$kdir" "$tests_bin" 192.0.2.1 192.0.2.2 4000 20 rxe "$res/b")
+guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin");
+ CHAINED=after $(q "$pair" client "$res/b" "$kdir" "$tests_bin" 192.0.2.2 192.0.2.1 4000 20 rxe "$res/a")"
+python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 480 --port "$port" \
+  --append-a lockdep.prove_locking=0 --a "$guest_a" --b "$guest_b" || count harness_two $?
 
 step "judging guest results"
 # Results that must be there, whatever else the guests wrote.
 expect=()
 for impl in c rs; do
   for name in socket_seqpacket socket_dgram socket_seqpacket_protocol_1 socket_many_open; do
-    expect+=(--expect "$res/one/socket.$impl.tap:$name")
+    expect+=(--expect "$res/b/socket.$impl.tap:$name")
   done
   for name in bind_loopback bind_in_use bind_after_close connect_loopback getsockname6_bound; do
-    expect+=(--expect "$res/one/bind.$impl.tap:$name")
+    expect+=(--expect "$res/b/bind.$impl.tap:$name")
   done
 done
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
-  expect+=(--expect "$res/one/exclusion.tap:$name")
+  expect+=(--expect "$res/b/exclusion.tap:$name")
 done
-expect+=(--expect "$res/pair/a/pingpong-c-rxe.tap:pingpong_server"
-         --expect "$res/pair/b/pingpong-c-rxe.tap:pingpong_client")
+expect+=(--expect "$res/a/pingpong-c-rxe.tap:pingpong_server"
+         --expect "$res/b/pingpong-c-rxe.tap:pingpong_client")
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
-  "$res/one" "$res/pair/a" "$res/pair/b"
+  "$res/a" "$res/b"
 if read -r gp gf < "$res/guest-counts"; then
   passed=$((passed + gp)); failed=$((failed + gf))
 else

@@ -137,8 +137,9 @@ def cmd_two(a):
                 f"-device virtio-net-pci,netdev=rl,mac={mac}")
         print(f"    guest {side}: {cmd} (bound {a.timeout}s)", flush=True)
         # One vCPU each: the two guests share the host's two cores.
+        extra = a.append + (a.append_a if side == "a" else [])
         specs.append((vng_argv(a.kernel, out, cmd, qemu, name=f"rds-rs-{side}", cpus=1,
-                               append=a.append),
+                               append=extra),
                       os.path.join(out, "console.txt")))
     t0 = time.monotonic()
     codes = run_guests(specs, a.timeout, listen_port=a.port)
@@ -274,6 +275,8 @@ def main():
     two.add_argument("--timeout", type=int, default=600)
     two.add_argument("--port", type=int, required=True)
     two.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    two.add_argument("--append-a", action="append", default=[],
+                     help="extra kernel argument for guest a only")
     two.add_argument("--a", required=True)
     two.add_argument("--b", required=True)
     jd = sub.add_parser("judge")

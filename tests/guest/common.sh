@@ -1,5 +1,7 @@
 # Helpers for guest-side test scripts (sourced). Runs inside the QEMU guest.
 # Result lines go to TAP files in $OUT; see tests/harness.py for the format.
+# CHAINED=before|after: this script is followed by / follows another in the same guest; the
+# first clears kmemleak, the last reports leaks and writes the kernel log for both.
 
 kmemleak=/sys/kernel/debug/kmemleak
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
@@ -34,18 +36,26 @@ unload_rs() { rmmod rds_rs && ! loaded rds_rs; }
 # Forgets what kmemleak would report so far (boot-time objects): `clear` only drops objects a
 # scan already reported, so scan first.
 kmemleak_clear() {
+  [ "${CHAINED:-}" = after ] && return 0   # a step that follows another keeps its leak record
   [ -e $kmemleak ] || return 0
   echo scan > $kmemleak && echo clear > $kmemleak
 }
 # Reports objects leaked since kmemleak_clear; kmemleak only reports objects older than 5 s.
 # A kmemleak that is missing or has disabled itself is a failure, not a clean report.
 kmemleak_report() {
+  [ "${CHAINED:-}" = before ] && return 0  # the last step of the guest reports
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
   sleep 6
   if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
     echo "kmemleak scan failed (kmemleak disabled?)" > "$OUT/kmemleak.txt"; return
   fi
   cat $kmemleak > "$OUT/kmemleak.txt"
+}
+
+# The kernel log, once per guest (the last step writes it).
+collect_dmesg() {
+  [ "${CHAINED:-}" = before ] && return 0
+  dmesg > "$OUT/dmesg.txt"
 }
 
 # run_prog TAPFILE-FOR-ERRORS NAME CMD... : runs a test program; a non-zero exit is a failure.

@@ -15,7 +15,7 @@ nics=$(for n in /sys/class/net/*; do [ -e "$n/device" ] && basename "$n"; done)
 if [ "$(echo "$nics" | wc -w)" -ne 1 ]; then
   tap harness.tap not one_nic "$nics" "the guest must have exactly one NIC (the socket link)"
   kmemleak_report
-  dmesg > "$OUT/dmesg.txt"; exit 1
+  collect_dmesg; exit 1
 fi
 ip link set "$nics" up && ip addr add "$ME/24" dev "$nics" \
   && rdma link add "${SOFT}0" type "$SOFT" netdev "$nics" \
@@ -39,4 +39,4 @@ else
 fi
 rdma link delete "${SOFT}0"
 kmemleak_report
-dmesg > "$OUT/dmesg.txt"
+collect_dmesg

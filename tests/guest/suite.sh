@@ -60,4 +60,4 @@ fi
 
 echo $((kunit_cases * rs_loads)) > "$OUT/kunit.expected"
 kmemleak_report
-dmesg > "$OUT/dmesg.txt"
+collect_dmesg
