@@ -266,13 +266,13 @@ impl<F: Family> Registration<F> {
 impl<F: Family> Drop for Registration<F> {
     fn drop(&mut self) {
         let tables = F::tables();
-        // SAFETY: By the type invariant the family is registered. A registration is dropped only
-        // at module exit (`new` must be the last fallible step of init), and a module cannot
-        // exit while `socket(2)` is inside `create` (the socket layer holds a reference to
-        // `net_proto_family::owner` around the call) or while any `struct sock` of the family
-        // exists (`sk_alloc` takes a reference to `proto::owner` that is dropped only after
-        // the sock is freed). So no socket of the family exists now, and unregistering the
-        // family and then the proto is sound.
+        // A registration is dropped only at module exit (`new` must be the last fallible step of
+        // init), and a module cannot exit while `socket(2)` is inside `create` (the socket layer
+        // holds a reference to `net_proto_family::owner` around the call) or while any
+        // `struct sock` of the family exists (`sk_alloc` takes a reference to `proto::owner`
+        // that is dropped only after the sock is freed).
+        // SAFETY: The family is registered (type invariant) and, as argued above, no socket of
+        // it exists now, so unregistering the family and then the proto is sound.
         unsafe {
             raw::sock_unregister(c_int::from(F::FAMILY));
             raw::proto_unregister(tables.proto.get());
@@ -349,11 +349,11 @@ unsafe extern "C" fn release_callback<F: Family>(sock: *mut raw::socket) -> c_in
     if sk.is_null() {
         return 0;
     }
+    let mem = sk.cast::<SockMem>();
     // SAFETY: `sk` was created by `create_callback::<F>`, so by the type invariant of `SockMem`
     // `state` came from `Pin<KBox<F::Socket>>::into_foreign` and stays valid until
     // `destruct_callback`, which cannot run before the `sock_put` below.
-    let state =
-        unsafe { <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow((*sk.cast::<SockMem>()).state) };
+    let state = unsafe { <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow((*mem).state) };
     F::release(state);
     // SAFETY: `sk` is valid and this function owns the reference the socket holds on it; after
     // detaching it from `sock` that reference is dropped exactly once.
