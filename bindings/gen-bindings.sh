@@ -25,7 +25,7 @@ fns+='|sock_net|get_random_u16'
 types='socket|sock|proto|proto_ops|net_proto_family|msghdr|sockaddr|ib_client|ib_device'
 types+='|ib_send_wr|ib_recv_wr|ib_wc|ib_cq|ib_pd|ib_qp|ib_qp_init_attr|rdma_cm_id|rdma_cm_event'
 types+='|rdma_conn_param|sock_type'
-vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*'
+vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net'
 
 mkdir -p "$out"
 cd "$kdir"

@@ -6,6 +6,11 @@
 #include <net/sock.h>
 #include "helpers.h"
 
+int rds_rs_copy_from_sockptr(void *dst, sockptr_t src, size_t size)
+{
+	return copy_from_sockptr(dst, src, size) ? -EFAULT : 0;
+}
+
 size_t rds_rs_sizeof_sock(void)
 {
 	return sizeof(struct sock);

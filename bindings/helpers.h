@@ -7,6 +7,7 @@
 #define RDS_RS_HELPERS_H
 
 #include <linux/types.h>
+#include <linux/sockptr.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -16,6 +17,9 @@ struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags);
 struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
 					 void *context, enum rdma_ucm_port_space ps,
 					 enum ib_qp_type qp_type);
+
+/* copy_from_sockptr: 0, or -EFAULT if the (user or kernel) source cannot be read. */
+int rds_rs_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
 
 /* Layout facts of struct sock, checked against the Rust bindings at module init. */
 size_t rds_rs_sizeof_sock(void);

@@ -20,10 +20,11 @@ use core::{
 };
 use kernel::{
     error::{from_result, to_result},
-    ffi::{c_char, c_int, c_void},
+    ffi::{self, c_char, c_int, c_void},
     prelude::*,
     sync::{Arc, ArcBorrow},
     types::{ForeignOwnable, Opaque},
+    uaccess::{UserPtr, UserSlice},
     ThisModule,
 };
 
@@ -40,6 +41,66 @@ pub(crate) struct NetId(usize);
 /// The size of the address buffer `getname` fills: a `struct sockaddr_in6`, the largest
 /// address an inet-style family returns (callers pass a `struct sockaddr_storage`).
 pub(crate) const GETNAME_LEN: usize = 28;
+
+impl NetId {
+    /// The initial network namespace.
+    pub(crate) fn init() -> Self {
+        // Taking the address of a static reads nothing.
+        NetId(ptr::addr_of!(raw::init_net) as usize)
+    }
+}
+
+/// The value of a `setsockopt(2)` call: user memory, or kernel memory for in-kernel callers
+/// (a `sockptr_t`), and its length.
+pub(crate) struct OptVal {
+    ptr: raw::sockptr_t,
+    len: u32,
+}
+
+impl OptVal {
+    /// The length the caller passed (`optlen`).
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Reads an `int` from the start of the value. As in C, the caller checks the length
+    /// first; this fails only with `EFAULT` when the memory cannot be read.
+    pub(crate) fn read_int(&self) -> Result<i32> {
+        let mut v: c_int = 0;
+        // SAFETY: `v` is valid for writes of `size_of::<c_int>()` bytes, the most the helper
+        // copies; the helper itself checks the source (`copy_from_user` for user memory, and
+        // in-kernel callers pass valid kernel memory of `optlen` bytes).
+        to_result(unsafe {
+            raw::rds_rs_copy_from_sockptr(ptr::addr_of_mut!(v).cast(), self.ptr, size_of::<c_int>())
+        })?;
+        Ok(v)
+    }
+}
+
+/// The buffer and length pointer of a `getsockopt(2)` call, both in user memory.
+pub(crate) struct OptOut {
+    val: UserPtr,
+    len: UserPtr,
+}
+
+impl OptOut {
+    /// Reads the caller's buffer length (`*optlen`); `EFAULT` if it cannot be read.
+    pub(crate) fn len(&self) -> Result<i32> {
+        UserSlice::new(self.len, size_of::<i32>())
+            .reader()
+            .read::<i32>()
+    }
+
+    /// Writes an `int` value and sets `*optlen` to its size; `EFAULT` if either write fails.
+    pub(crate) fn put_int(&self, v: i32) -> Result {
+        UserSlice::new(self.val, size_of::<i32>())
+            .writer()
+            .write(&v)?;
+        UserSlice::new(self.len, size_of::<i32>())
+            .writer()
+            .write(&(size_of::<i32>() as i32))
+    }
+}
 
 /// A socket family implemented in Rust.
 pub(crate) trait Family: Sized + 'static {
@@ -90,6 +151,22 @@ pub(crate) trait Family: Sized + 'static {
         peer: bool,
         out: &mut [u8; GETNAME_LEN],
     ) -> Result<usize>;
+
+    /// `setsockopt(2)` for levels other than `SOL_SOCKET` (which the socket layer handles).
+    fn setsockopt(
+        socket: Pin<&Self::Socket>,
+        net: NetId,
+        level: i32,
+        optname: i32,
+        val: &OptVal,
+    ) -> Result;
+
+    /// `getsockopt(2)` for levels other than `SOL_SOCKET`.
+    fn getsockopt(socket: Pin<&Self::Socket>, level: i32, optname: i32, out: &OptOut) -> Result;
+
+    /// `ioctl(2)` on the socket; `ENOIOCTLCMD` for commands the family does not know (the
+    /// socket layer then answers `ENOTTY`). `arg` is the user-space argument.
+    fn ioctl(socket: Pin<&Self::Socket>, cmd: u32, arg: UserPtr) -> Result;
 }
 
 /// The C tables of one socket family.
@@ -207,7 +284,9 @@ impl<F: Family> Registration<F> {
             socketpair: Some(raw::sock_no_socketpair),
             accept: Some(raw::sock_no_accept),
             getname: Some(getname_callback::<F>),
-            ioctl: Some(raw::sock_no_ioctl),
+            ioctl: Some(ioctl_callback::<F>),
+            setsockopt: Some(setsockopt_callback::<F>),
+            getsockopt: Some(getsockopt_callback::<F>),
             listen: Some(raw::sock_no_listen),
             shutdown: Some(raw::sock_no_shutdown),
             sendmsg: Some(raw::sock_no_sendmsg),
@@ -485,6 +564,76 @@ unsafe extern "C" fn getname_callback<F: Family>(
     })
 }
 
+/// `proto_ops::setsockopt`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and a `sockptr_t` to `optlen`
+/// bytes of option value.
+unsafe extern "C" fn setsockopt_callback<F: Family>(
+    sock: *mut raw::socket,
+    level: c_int,
+    optname: c_int,
+    optval: raw::sockptr_t,
+    optlen: ffi::c_uint,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (sk, socket) = unsafe { state::<F>(sock) };
+        // SAFETY: `sk` is a valid sock; `sock_net` only reads its namespace pointer.
+        let net = NetId(unsafe { raw::sock_net(sk) } as usize);
+        let val = OptVal {
+            ptr: optval,
+            len: optlen,
+        };
+        F::setsockopt(socket, net, level, optname, &val)?;
+        Ok(0)
+    })
+}
+
+/// `proto_ops::getsockopt`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F`; `optval` and `optlen` are
+/// user pointers (checked when used).
+unsafe extern "C" fn getsockopt_callback<F: Family>(
+    sock: *mut raw::socket,
+    level: c_int,
+    optname: c_int,
+    optval: *mut c_char,
+    optlen: *mut c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (_, socket) = unsafe { state::<F>(sock) };
+        let out = OptOut {
+            val: optval as UserPtr,
+            len: optlen as UserPtr,
+        };
+        F::getsockopt(socket, level, optname, &out)?;
+        Ok(0)
+    })
+}
+
+/// `proto_ops::ioctl`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F`; `arg` is the user argument.
+unsafe extern "C" fn ioctl_callback<F: Family>(
+    sock: *mut raw::socket,
+    cmd: ffi::c_uint,
+    arg: ffi::c_ulong,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let (_, socket) = unsafe { state::<F>(sock) };
+        F::ioctl(socket, cmd, arg as UserPtr)?;
+        Ok(0)
+    })
+}
+
 /// A random `u16` from the kernel's RNG (`get_random_u16`).
 pub(crate) fn random_u16() -> u16 {
     // SAFETY: `get_random_u16` has no preconditions.
@@ -509,6 +658,21 @@ pub(crate) fn eaddrinuse() -> Error {
 /// `EADDRNOTAVAIL`, which `kernel::error::code` does not provide.
 pub(crate) fn eaddrnotavail() -> Error {
     errno(raw::EADDRNOTAVAIL as i32)
+}
+
+/// `EOPNOTSUPP` (as C uses it, not the kernel-internal `ENOTSUPP`).
+pub(crate) fn eopnotsupp() -> Error {
+    errno(raw::EOPNOTSUPP as i32)
+}
+
+/// `ENOPROTOOPT`, which `kernel::error::code` does not provide.
+pub(crate) fn enoprotoopt() -> Error {
+    errno(raw::ENOPROTOOPT as i32)
+}
+
+/// `EPROTOTYPE`, which `kernel::error::code` does not provide.
+pub(crate) fn eprototype() -> Error {
+    errno(raw::EPROTOTYPE as i32)
 }
 
 /// `ENOTCONN`, which `kernel::error::code` does not provide.

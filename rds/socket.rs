@@ -11,8 +11,8 @@
 
 use crate::bind::{BindKey, BindTable};
 use crate::bindings::net::{
-    eaddrnotavail, enotconn, errno, esocktnosupport, Family, FamilyTables, NetId, GETNAME_LEN,
-    SOCK_SEQPACKET,
+    eaddrnotavail, enoprotoopt, enotconn, eopnotsupp, eprototype, errno, esocktnosupport, Family,
+    FamilyTables, NetId, OptOut, OptVal, GETNAME_LEN, SOCK_SEQPACKET,
 };
 use crate::proto::{
     check_bind_scope, encode_sockaddr, encode_unbound_local, parse_bind, parse_connect, AddrError,
@@ -22,10 +22,47 @@ use kernel::{
     c_str, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
+    uaccess::{UserPtr, UserSlice},
 };
 
 /// `AF_RDS` from `include/linux/socket.h`.
 pub(crate) const AF_RDS: u16 = 21;
+
+/// `SOL_RDS`, the socket option level of RDS (`linux/socket.h`).
+const SOL_RDS: i32 = 276;
+/// `RDS_RECVERR` (`linux/rds.h`): report send failures as notifications.
+const RDS_RECVERR: i32 = 5;
+/// `RDS_CONG_MONITOR` (`linux/rds.h`): ask for congestion updates.
+const RDS_CONG_MONITOR: i32 = 6;
+/// `SO_RDS_TRANSPORT` (`linux/rds.h`): pin the socket to a transport before binding.
+const SO_RDS_TRANSPORT: i32 = 8;
+/// `RDS_TRANS_TCP`; `RDS_TRANS_IB` is 0 and `RDS_TRANS_GAP` 1.
+const RDS_TRANS_TCP: i32 = 2;
+/// `RDS_TRANS_COUNT`: transport numbers user space may ask for are below this.
+const RDS_TRANS_COUNT: i32 = 3;
+/// `RDS_TRANS_NONE` (`~0`): what `SO_RDS_TRANSPORT` reads on a socket with no transport.
+const RDS_TRANS_NONE: i32 = -1;
+/// `SIOCRDSSETTOS` (`SIOCPROTOPRIVATE`) and `SIOCRDSGETTOS`: the socket's type of service.
+const SIOCRDSSETTOS: u32 = 0x89e0;
+/// See [`SIOCRDSSETTOS`].
+const SIOCRDSGETTOS: u32 = 0x89e1;
+
+/// The transports a socket can be attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TransportKind {
+    /// Loopback (`rds_loop`), for loopback addresses. C's `t_type` for it is
+    /// `RDS_TRANS_LOOP` (3).
+    Loop,
+}
+
+impl TransportKind {
+    /// The number `getsockopt(SO_RDS_TRANSPORT)` reports (C's `t_type`).
+    fn number(self) -> i32 {
+        match self {
+            TransportKind::Loop => 3,
+        }
+    }
+}
 
 /// The RDS socket family.
 pub(crate) struct Rds;
@@ -63,6 +100,22 @@ struct SockInner {
     /// The IPv6 scope id of the bound address, or of a link-local destination set before
     /// binding (C: `rs_bound_scope_id`).
     scope_id: u32,
+    /// The transport, chosen at bind (C: `rs_transport`).
+    transport: Option<TransportKind>,
+    /// `RDS_RECVERR` (C: `rs_recverr`).
+    recverr: bool,
+    /// `RDS_CONG_MONITOR` (C: `rs_cong_monitor`).
+    cong_monitor: bool,
+    /// The type of service (C: `rs_tos`); only a transport with a TOS map can set it.
+    tos: u8,
+}
+
+/// Reads a boolean option as C's `rds_set_bool_option`: at least an `int`, non-zero is true.
+fn read_bool(val: &OptVal) -> Result<bool> {
+    if val.len() < core::mem::size_of::<i32>() {
+        return Err(EINVAL);
+    }
+    Ok(val.read_int()? != 0)
 }
 
 static RDS_TABLES: FamilyTables = FamilyTables::new();
@@ -124,6 +177,7 @@ impl Family for Rds {
         let key = socket.shared.binds.bind(net, addr)?;
         inner.bound = Some(key);
         inner.scope_id = addr.scope_id;
+        inner.transport = Some(TransportKind::Loop);
         Ok(())
     }
 
@@ -156,5 +210,86 @@ impl Family for Rds {
             }
         };
         len.ok_or(EINVAL)
+    }
+
+    fn setsockopt(
+        socket: Pin<&RdsSocket>,
+        net: NetId,
+        level: i32,
+        optname: i32,
+        val: &OptVal,
+    ) -> Result {
+        if level != SOL_RDS {
+            return Err(enoprotoopt());
+        }
+        match optname {
+            RDS_RECVERR => {
+                let on = read_bool(val)?;
+                socket.inner.lock().recverr = on;
+                Ok(())
+            }
+            RDS_CONG_MONITOR => {
+                let on = read_bool(val)?;
+                socket.inner.lock().cong_monitor = on;
+                Ok(())
+            }
+            SO_RDS_TRANSPORT => {
+                let inner = socket.inner.lock();
+                if inner.transport.is_some() {
+                    return Err(eopnotsupp());
+                }
+                if val.len() != core::mem::size_of::<i32>() {
+                    return Err(EINVAL);
+                }
+                let t = val.read_int()?;
+                if !(0..RDS_TRANS_COUNT).contains(&t) {
+                    return Err(EINVAL);
+                }
+                // RDS/IB is restricted to the initial network namespace.
+                if t != RDS_TRANS_TCP && net != NetId::init() {
+                    return Err(eprototype());
+                }
+                // No IB or TCP transport is loaded in rds_rs yet (C: rds_trans_get fails).
+                Err(enoprotoopt())
+            }
+            _ => Err(enoprotoopt()),
+        }
+    }
+
+    fn getsockopt(socket: Pin<&RdsSocket>, level: i32, optname: i32, out: &OptOut) -> Result {
+        if level != SOL_RDS {
+            return Err(enoprotoopt());
+        }
+        let len = out.len()?;
+        let value = {
+            let inner = socket.inner.lock();
+            match optname {
+                RDS_RECVERR => i32::from(inner.recverr),
+                SO_RDS_TRANSPORT => inner
+                    .transport
+                    .map_or(RDS_TRANS_NONE, TransportKind::number),
+                _ => return Err(enoprotoopt()),
+            }
+        };
+        if len < core::mem::size_of::<i32>() as i32 {
+            return Err(EINVAL);
+        }
+        out.put_int(value)
+    }
+
+    fn ioctl(socket: Pin<&RdsSocket>, cmd: u32, arg: UserPtr) -> Result {
+        match cmd {
+            SIOCRDSSETTOS => {
+                let _tos: u8 = UserSlice::new(arg, 1).reader().read()?;
+                // Only transports with a TOS map (IB, TCP) accept a TOS; loopback has none,
+                // and an unattached socket has no transport (C: -ENOIOCTLCMD).
+                Err(ENOIOCTLCMD)
+            }
+            SIOCRDSGETTOS => {
+                let tos = socket.inner.lock().tos;
+                UserSlice::new(arg, 1).writer().write(&tos)
+            }
+            _ => Err(ENOIOCTLCMD),
+        }
     }
 }

@@ -78,6 +78,9 @@ for impl in c rs; do
   for name in bind_loopback bind_in_use bind_after_close connect_loopback getsockname6_bound; do
     expect+=(--expect "$res/b/bind.$impl.tap:$name")
   done
+  for name in recverr_get_after_set transport_after_bind settos_loopback gettos_default; do
+    expect+=(--expect "$res/b/sockopt.$impl.tap:$name")
+  done
 done
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")

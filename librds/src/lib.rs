@@ -162,6 +162,66 @@ impl RdsSocket {
         Ok(buf[..(len as usize).min(buf.len())].to_vec())
     }
 
+    /// `setsockopt(2)` with raw bytes (`None`: a NULL pointer with length `len`).
+    pub fn setsockopt_raw(
+        &self,
+        level: i32,
+        name: i32,
+        val: Option<&[u8]>,
+        len: usize,
+    ) -> io::Result<()> {
+        let p = val.map_or(std::ptr::null(), |v| v.as_ptr());
+        if let Some(v) = val {
+            assert!(len <= v.len(), "setsockopt_raw: len past the value");
+        }
+        // SAFETY: see above.
+        cvt(unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                name,
+                p.cast(),
+                len as libc::socklen_t,
+            )
+        }
+        .into())?;
+        Ok(())
+    }
+
+    /// `getsockopt(2)` into a buffer of `cap` bytes; returns the bytes and the length the
+    /// kernel reported.
+    pub fn getsockopt_raw(&self, level: i32, name: i32, cap: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; cap];
+        let mut len = cap as libc::socklen_t;
+        // SAFETY: `buf` is valid for writes of `cap` bytes and `len` holds `cap`.
+        cvt(unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                level,
+                name,
+                buf.as_mut_ptr().cast(),
+                &mut len,
+            )
+        }
+        .into())?;
+        buf.truncate((len as usize).min(cap));
+        Ok(buf)
+    }
+
+    /// `ioctl(2)` on the socket with a pointer to one byte (`None`: a NULL pointer). Returns the
+    /// byte afterwards.
+    pub fn ioctl_byte(&self, cmd: libc::c_ulong, val: Option<u8>) -> io::Result<u8> {
+        let mut b = val.unwrap_or(0);
+        let p: *mut u8 = if val.is_some() {
+            &mut b
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: `p` is NULL or points to one writable byte.
+        cvt(unsafe { libc::ioctl(self.fd.as_raw_fd(), cmd, p) }.into())?;
+        Ok(b)
+    }
+
     /// Returns the local address the socket is bound to.
     pub fn local_addr(&self) -> io::Result<SocketAddrV4> {
         // SAFETY: all-zero is a valid `sockaddr_in`.

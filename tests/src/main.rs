@@ -8,6 +8,7 @@
 //! Usage:
 //! - `rds-tests socket`: socket creation and type checks.
 //! - `rds-tests bind`: bind, connect, getsockname and getpeername.
+//! - `rds-tests sockopt`: `SOL_RDS` socket options and the TOS ioctls.
 //! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
 //! - `rds-tests pingpong server <addr> <port> <count>`
 //! - `rds-tests pingpong client <local-addr> <server-addr> <port> <count>`
@@ -15,6 +16,7 @@
 mod bind;
 mod pingpong;
 mod socket;
+mod sockopt;
 
 use std::io;
 use std::process::ExitCode;
@@ -82,6 +84,7 @@ pub(crate) fn errno_name(e: i32) -> String {
         libc::ETIMEDOUT => "ETIMEDOUT",
         libc::ECONNREFUSED => "ECONNREFUSED",
         libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::ENOTTY => "ENOTTY",
         libc::EPROTOTYPE => "EPROTOTYPE",
         _ => return format!("E{e}"),
     };
@@ -108,6 +111,10 @@ fn main() -> ExitCode {
         }
         ["bind"] => {
             bind::run(&mut report);
+            Ok(())
+        }
+        ["sockopt"] => {
+            sockopt::run(&mut report);
             Ok(())
         }
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
