@@ -82,6 +82,8 @@ for impl in c rs; do
     expect+=(--expect "$res/b/sockopt.$impl.tap:$name")
   done
 done
+expect+=(--expect "$res/b/netns-c.tap:netns_bind_same_port_other_namespace"
+         --expect "$res/b/netns-rs.tap:netns_bind_same_port_other_namespace")
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")
 done

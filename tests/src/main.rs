@@ -9,11 +9,13 @@
 //! - `rds-tests socket`: socket creation and type checks.
 //! - `rds-tests bind`: bind, connect, getsockname and getpeername.
 //! - `rds-tests sockopt`: `SOL_RDS` socket options and the TOS ioctls.
+//! - `rds-tests netns <OK|EADDRINUSE>`: binding the same port in another network namespace.
 //! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
 //! - `rds-tests pingpong server <addr> <port> <count>`
 //! - `rds-tests pingpong client <local-addr> <server-addr> <port> <count>`
 
 mod bind;
+mod netns;
 mod pingpong;
 mod socket;
 mod sockopt;
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
         }
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
         ["hold", secs] => hold(secs),
+        ["netns", expect] => netns::run(&mut report, expect),
         _ => Err("usage: rds-tests socket | pingpong server|client ...".to_string()),
     };
     if let Err(e) = res {
