@@ -50,9 +50,11 @@ tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import jso
 [ -x "$tests_bin" ] || { count test_programs_present 1; finish; }
 
 # Two guests joined by a QEMU socket link, one vCPU each (the host has two cores):
-#  a: the in-tree C rds_rdma as the passive (server) side of an RDS/IB ping-pong on soft-RoCE.
-#  b: first the one-guest suite (KUnit, C-vs-Rust socket and bind tests, load exclusion), then
-#     the C rds_rdma client side of the ping-pong. Never two RDS implementations at once.
+#  a: the C reference half of the suite (C rds.ko + rds_tcp.ko run the test programs), then
+#     the in-tree C rds_rdma as the passive (server) side of an RDS/IB ping-pong on soft-RoCE.
+#  b: the rds_rs half of the suite (KUnit, the same test programs, load exclusion), then the
+#     C rds_rdma client side of the ping-pong. Never two RDS implementations at once.
+# The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
 # RDS/IB accept in 6.12 (Documentation/c-rds-findings.md). Guest a runs nothing but the C
 # modules; KASAN, kmemleak and the other detectors stay on. Guest b, where rds_rs runs, keeps
@@ -62,8 +64,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 pair=$top/tests/guest/rdma-pair.sh
 mkdir -p "$res/a" "$res/b"
 q() { printf '%q ' "$@"; }
-guest_a=$(q "$pair" server "$res/a" "$kdir" "$tests_bin" 192.0.2.1 192.0.2.2 4000 20 rxe "$res/b")
-guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin");
+guest_a="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/a" "$kdir" "$module" "$tests_bin" c);
+ CHAINED=after $(q "$pair" server "$res/a" "$kdir" "$tests_bin" 192.0.2.1 192.0.2.2 4000 20 rxe "$res/b")"
+guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin" rs);
  CHAINED=after $(q "$pair" client "$res/b" "$kdir" "$tests_bin" 192.0.2.2 192.0.2.1 4000 20 rxe "$res/a")"
 python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 480 --port "$port" \
   --append-a lockdep.prove_locking=0 --a "$guest_a" --b "$guest_b" || count harness_two $?
@@ -71,18 +74,19 @@ python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 480 --port 
 step "judging guest results"
 # Results that must be there, whatever else the guests wrote.
 expect=()
-for impl in c rs; do
+for impl in c:a rs:b; do
+  g=${impl#*:}; impl=${impl%:*}
   for name in socket_seqpacket socket_dgram socket_seqpacket_protocol_1 socket_many_open; do
-    expect+=(--expect "$res/b/socket.$impl.tap:$name")
+    expect+=(--expect "$res/$g/socket.$impl.tap:$name")
   done
   for name in bind_loopback bind_in_use bind_after_close connect_loopback getsockname6_bound; do
-    expect+=(--expect "$res/b/bind.$impl.tap:$name")
+    expect+=(--expect "$res/$g/bind.$impl.tap:$name")
   done
   for name in recverr_get_after_set transport_after_bind settos_loopback gettos_default; do
-    expect+=(--expect "$res/b/sockopt.$impl.tap:$name")
+    expect+=(--expect "$res/$g/sockopt.$impl.tap:$name")
   done
 done
-expect+=(--expect "$res/b/netns-c.tap:netns_bind_same_port_other_namespace"
+expect+=(--expect "$res/a/netns-c.tap:netns_bind_same_port_other_namespace"
          --expect "$res/b/netns-rs.tap:netns_bind_same_port_other_namespace")
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")

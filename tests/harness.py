@@ -177,6 +177,7 @@ def judge(dirs, expect=()):
     """Counts every result in the given run directories, prints failures, compares the C and
     Rust observations, and returns (passed, failed)."""
     passed = failed = 0
+    all_taps = {}  # suite file name -> observations, across all guests (C and Rust may differ)
 
     def result(ok, name, detail=""):
         nonlocal passed, failed
@@ -208,13 +209,10 @@ def judge(dirs, expect=()):
             if not obs:
                 result(False, f"{label}/{fn[:-4]}", "no results: the test program did not run")
             taps[fn[:-4]] = obs
-        # Differential: every check run against both implementations must observe the same.
-        for suite in sorted(k[:-2] for k in taps if k.endswith(".c")):
-            c, rs = taps.get(suite + ".c", {}), taps.get(suite + ".rs", {})
-            for name in sorted(set(c) | set(rs)):
-                same = name in c and name in rs and c[name] == rs[name]
-                result(same, f"{label}/{suite}/{name}/c-vs-rs",
-                       f"C={c.get(name, '(missing)')} rs={rs.get(name, '(missing)')}")
+            if fn.endswith((".c.tap", ".rs.tap")):
+                if fn[:-4] in all_taps:
+                    result(False, f"{label}/{fn}", "the same suite file came from two guests")
+                all_taps[fn[:-4]] = obs
         dmesg_path = os.path.join(d, "dmesg.txt")
         dmesg = open(dmesg_path, errors="replace").read() if os.path.exists(dmesg_path) else ""
         if os.path.exists(os.path.join(d, "kunit.expected")):
@@ -242,6 +240,18 @@ def judge(dirs, expect=()):
         result(not bad, f"{label}/kernel_log_clean", "\n  ".join([""] + bad[:40]))
         if not dmesg:
             result(False, f"{label}/dmesg", "no kernel log collected")
+    # Differential: every check run against both implementations (in whichever guests) must
+    # observe the same.
+    for suite in sorted(k[:-2] for k in all_taps if k.endswith(".c")):
+        c, rs = all_taps.get(suite + ".c", {}), all_taps.get(suite + ".rs", {})
+        for name in sorted(set(c) | set(rs)):
+            same = name in c and name in rs and c[name] == rs[name]
+            result(same, f"{suite}/{name}/c-vs-rs",
+                   f"C={c.get(name, '(missing)')} rs={rs.get(name, '(missing)')}")
+    for suite in sorted(k[:-3] for k in all_taps if k.endswith(".rs")):
+        if suite + ".c" not in all_taps:
+            result(False, f"{suite}/c-vs-rs", "no C run of this suite")
+
     # Results that must exist: a check that silently did not run has not passed.
     for e in expect:
         path, name = e.rsplit(":", 1)
