@@ -99,7 +99,7 @@ def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, appen
     bz = os.path.join(kernel, "arch/x86/boot/bzImage")
     if not os.path.exists(bz):
         sys.exit(f"harness: no kernel image at {bz}")
-    argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "512M", "--name", name,
+    argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "384M", "--name", name,
             "--rwdir", out, "--verbose", "--append", "kmemleak=on",
             "--append", "udev.children_max=1"]
     for arg in append:
