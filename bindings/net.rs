@@ -312,18 +312,12 @@ impl<F: Family> Registration<F> {
         tables
             .shared
             .store(shared.into_foreign().cast_mut(), Ordering::Release);
-        let drop_shared = || {
-            let p = tables.shared.swap(ptr::null_mut(), Ordering::AcqRel);
-            // SAFETY: `p` came from `Arc::into_foreign` above and no socket (the only other
-            // user) can exist: the family is not registered.
-            drop(unsafe { <Arc<F::Shared> as ForeignOwnable>::from_foreign(p) });
-        };
 
         // SAFETY: `proto` is fully initialised and lives in a `static`, so it outlives the
         // registration, as `proto_register` requires.
         if let Err(e) = to_result(unsafe { raw::proto_register(tables.proto.get(), 1) }) {
-            drop_shared();
-            tables.registered.store(false, Ordering::Release);
+            // SAFETY: The family was never registered, so no socket of it exists.
+            unsafe { unpublish::<F>() };
             return Err(e);
         }
         // SAFETY: `family` is fully initialised and lives in a `static`; its `create` callback
@@ -331,8 +325,8 @@ impl<F: Family> Registration<F> {
         if let Err(e) = to_result(unsafe { raw::sock_register(tables.family.get()) }) {
             // SAFETY: `proto_register` succeeded above and no socket can exist yet.
             unsafe { raw::proto_unregister(tables.proto.get()) };
-            drop_shared();
-            tables.registered.store(false, Ordering::Release);
+            // SAFETY: The family was never registered, so no socket of it exists.
+            unsafe { unpublish::<F>() };
             return Err(e);
         }
         // INVARIANT: both registrations succeeded.
@@ -356,12 +350,24 @@ impl<F: Family> Drop for Registration<F> {
             raw::sock_unregister(c_int::from(F::FAMILY));
             raw::proto_unregister(tables.proto.get());
         }
-        let p = tables.shared.swap(ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: `p` came from `Arc::into_foreign` in `new`; no socket exists any more (see
-        // above), so nothing borrows it.
-        drop(unsafe { <Arc<F::Shared> as ForeignOwnable>::from_foreign(p) });
-        tables.registered.store(false, Ordering::Release);
+        // SAFETY: As argued above, no socket of the family exists any more.
+        unsafe { unpublish::<F>() };
     }
+}
+
+/// Drops the shared state `Registration::new` published in `F::tables()` and marks the tables
+/// free for another registration.
+///
+/// # Safety
+///
+/// `new` published the shared state, and no socket of `F` exists (only sockets borrow it).
+unsafe fn unpublish<F: Family>() {
+    let tables = F::tables();
+    let p = tables.shared.swap(ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: `p` came from `Arc::into_foreign` in `new`, and per the function's safety
+    // requirements nothing borrows it any more.
+    drop(unsafe { <Arc<F::Shared> as ForeignOwnable>::from_foreign(p) });
+    tables.registered.store(false, Ordering::Release);
 }
 
 /// `net_proto_family::create`: called by `socket(2)` for a new socket of family `F`.
@@ -428,11 +434,9 @@ unsafe extern "C" fn release_callback<F: Family>(sock: *mut raw::socket) -> c_in
     if sk.is_null() {
         return 0;
     }
-    let mem = sk.cast::<SockMem>();
-    // SAFETY: `sk` was created by `create_callback::<F>`, so by the type invariant of `SockMem`
-    // `state` came from `Pin<KBox<F::Socket>>::into_foreign` and stays valid until
+    // SAFETY: `sock` is a socket of `F` with `sk` set, and its state stays valid until
     // `destruct_callback`, which cannot run before the `sock_put` below.
-    let state = unsafe { <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow((*mem).state) };
+    let (_, state) = unsafe { state::<F>(sock) };
     F::release(state);
     // SAFETY: `sk` is valid and this function owns the reference the socket holds on it; after
     // detaching it from `sock` that reference is dropped exactly once.
@@ -483,6 +487,17 @@ unsafe fn state<'a, F: Family>(sock: *mut raw::socket) -> (*mut raw::sock, Pin<&
     }
 }
 
+/// The namespace of a socket.
+///
+/// # Safety
+///
+/// `sk` is a valid `struct sock`.
+unsafe fn net_of(sk: *mut raw::sock) -> NetId {
+    // SAFETY: `sk` is valid per the function's safety requirements; `sock_net` only reads its
+    // namespace pointer.
+    NetId(unsafe { raw::sock_net(sk) } as usize)
+}
+
 /// Views a socket address the socket layer copied into the kernel as bytes.
 ///
 /// # Safety
@@ -513,8 +528,8 @@ unsafe extern "C" fn bind_callback<F: Family>(
         let (sk, socket) = unsafe { state::<F>(sock) };
         // SAFETY: As above.
         let addr = unsafe { addr_bytes(addr, addr_len)? };
-        // SAFETY: `sk` is a valid sock; `sock_net` only reads its namespace pointer.
-        let net = NetId(unsafe { raw::sock_net(sk) } as usize);
+        // SAFETY: `sk` is the valid sock of an open socket.
+        let net = unsafe { net_of(sk) };
         F::bind(socket, net, addr)?;
         Ok(0)
     })
@@ -580,8 +595,8 @@ unsafe extern "C" fn setsockopt_callback<F: Family>(
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
         let (sk, socket) = unsafe { state::<F>(sock) };
-        // SAFETY: `sk` is a valid sock; `sock_net` only reads its namespace pointer.
-        let net = NetId(unsafe { raw::sock_net(sk) } as usize);
+        // SAFETY: `sk` is the valid sock of an open socket.
+        let net = unsafe { net_of(sk) };
         let val = OptVal {
             ptr: optval,
             len: optlen,
