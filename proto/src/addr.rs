@@ -1,7 +1,8 @@
 //! Socket addresses: the address rules of Linux C RDS.
 //!
-//! This mirrors Linux 6.12 `net/rds/bind.c` (`rds_bind`) and
-//! `net/rds/af_rds.c` (`rds_connect`, `rds_getname`), together with the
+//! This mirrors Linux 6.12 `net/rds/bind.c` (`rds_bind`),
+//! `net/rds/af_rds.c` (`rds_connect`, `rds_getname`) and the destination
+//! checks of `net/rds/send.c` (`rds_sendmsg`), together with the
 //! helpers they use: `__ipv6_addr_type` / `ipv6_addr_type`
 //! (`net/ipv6/addrconf_core.c`, `include/net/ipv6.h`) and
 //! `ipv4_is_multicast` (`include/linux/in.h`). The kernel is assumed to be
@@ -257,6 +258,9 @@ pub enum AddrError {
     /// `EAFNOSUPPORT`: `rds_connect` with a family other than `AF_INET` or
     /// `AF_INET6`.
     AfNoSupport,
+    /// `EOPNOTSUPP`: `rds_sendmsg` to an IPv4 destination from an IPv6
+    /// bound address, or the other way round.
+    OpNotSupp,
 }
 
 impl AddrError {
@@ -268,6 +272,7 @@ impl AddrError {
             AddrError::DestAddrReq => 89,
             AddrError::ProtoType => 91,
             AddrError::AfNoSupport => 97,
+            AddrError::OpNotSupp => 95,
         }
     }
 }
@@ -279,6 +284,12 @@ impl core::fmt::Display for AddrError {
             AddrError::DestAddrReq => write!(f, "destination address required"),
             AddrError::ProtoType => write!(f, "address type not usable by RDS"),
             AddrError::AfNoSupport => write!(f, "address family not supported"),
+            AddrError::OpNotSupp => {
+                write!(
+                    f,
+                    "IPv4 and IPv6 addresses mixed between source and destination"
+                )
+            }
         }
     }
 }
@@ -597,4 +608,70 @@ pub fn encode_unbound_local(conn: Option<SockAddr>, out: &mut [u8]) -> Option<us
         }
         _ => write_zeroed(out, AF_UNSPEC, SOCKADDR_IN_LEN),
     }
+}
+
+/// `rds_sendmsg`'s checks on `msg_name` when `msg_namelen` is not 0 (the
+/// kernel's copy; `name.len()` is `msg_namelen`).
+///
+/// In C order:
+/// - `msg_namelen` < 16 (`sizeof(struct sockaddr_in)`), whatever the
+///   family: [`AddrError::Inval`];
+/// - `AF_INET`: `INADDR_ANY`, `INADDR_BROADCAST` or multicast
+///   (224.0.0.0/4): [`AddrError::Inval`]; otherwise the address is
+///   v4-mapped and the scope id is 0;
+/// - `AF_INET6`: `msg_namelen` < 28, an address that is neither unicast
+///   nor v4-mapped, or v4-mapped with one of the IPv4 addresses above, or a
+///   link-local unicast address with scope id 0: [`AddrError::Inval`]. The
+///   returned scope id is `sin6_scope_id` for link-local addresses and 0
+///   for all others;
+/// - any other family: [`AddrError::Inval`].
+///
+/// After the length check these are exactly [`parse_bind`]'s rules (C
+/// repeats them). A port of 0 is accepted here.
+///
+/// When `msg_namelen` is 0, C uses the connected address and port and the
+/// socket's `rs_bound_scope_id` instead, and neither this nor
+/// [`check_send_dest`] applies.
+///
+/// # Errors
+///
+/// As listed above; all of them are [`AddrError::Inval`].
+pub fn parse_send_dest(name: &[u8]) -> Result<SockAddr, AddrError> {
+    if name.len() < SOCKADDR_IN_LEN {
+        return Err(AddrError::Inval);
+    }
+    parse_bind(name)
+}
+
+/// `rds_sendmsg`'s checks of an explicit destination `dest` (from
+/// [`parse_send_dest`]) against the socket's bound side `bound`
+/// (`SockAddr { addr: rs_bound_addr, port: rs_bound_port, scope_id:
+/// rs_bound_scope_id }`; only `addr` and `scope_id` are looked at).
+///
+/// The caller has already failed the send with `ENOTCONN` when
+/// `bound.addr` or `dest.addr` is `::`, as C does first.
+///
+/// Returns the scope id to send with:
+/// - `dest` is v4-mapped and `bound.addr` is not, or the other way round:
+///   [`AddrError::OpNotSupp`];
+/// - the scope ids are equal: that scope id;
+/// - `dest.scope_id` is 0: `bound.scope_id`;
+/// - `bound.scope_id` is non-zero (and differs): [`AddrError::Inval`]; a
+///   socket bound to a link-local address only sends on its own link;
+/// - otherwise (`bound.scope_id` is 0): `dest.scope_id`.
+///
+/// # Errors
+///
+/// As listed above.
+pub fn check_send_dest(dest: &SockAddr, bound: &SockAddr) -> Result<u32, AddrError> {
+    if dest.addr.v4().is_some() != bound.addr.v4().is_some() {
+        return Err(AddrError::OpNotSupp);
+    }
+    if dest.scope_id == bound.scope_id || dest.scope_id == 0 {
+        return Ok(bound.scope_id);
+    }
+    if bound.scope_id != 0 {
+        return Err(AddrError::Inval);
+    }
+    Ok(dest.scope_id)
 }

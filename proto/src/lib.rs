@@ -12,7 +12,16 @@
 //! [`header_checksum`] / [`verify_checksum`] for `h_csum`, and [`Ext`] for the
 //! extension headers carried in `h_exthdr`; and [`parse_bind`],
 //! [`parse_connect`] and [`encode_sockaddr`] for the socket-address rules of
-//! `bind`, `connect` and `getname` (with [`Addr`] and [`SockAddr`]).
+//! `bind`, `connect` and `getname` (with [`Addr`] and [`SockAddr`]), and
+//! [`parse_send_dest`] / [`check_send_dest`] for those of `sendmsg`.
+//!
+//! Beyond the wire format: [`cmsgs`], [`rdma_bytes`] and [`scan_send_cmsgs`]
+//! walk and check `sendmsg` control messages; [`ConnInfo`], [`MsgInfo`],
+//! [`SockInfo`], [`encode_counter`] and [`info_outcome`] are the
+//! `RDS_INFO_*` getsockopt records and rules; [`RecvAccount`] and
+//! [`uncongested_mask`] are receive-buffer congestion and congestion maps;
+//! [`RxSeq`], [`TxSeq`], [`AckPacer`] and [`sndbuf_admits`] are sequence
+//! numbers, ACK pacing and send-buffer admission.
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -1,6 +1,8 @@
 //! RDS wire format: the 48-byte message header, its checksum and its
-//! extension headers; and the socket-address rules of `bind`, `connect` and
-//! `getname`.
+//! extension headers; the socket-address rules of `bind`, `connect`,
+//! `getname` and `sendmsg`; control messages; the `RDS_INFO_*` records;
+//! congestion maps and receive-buffer accounting; and sequence numbers,
+//! ACK pacing and send-buffer admission.
 //!
 //! This mirrors Linux `net/rds/rds.h` (`struct rds_header`,
 //! `rds_message_make_checksum`, `rds_message_verify_checksum`) and
@@ -20,22 +22,43 @@
 mod addr;
 #[path = "checksum.rs"]
 mod checksum;
+#[path = "cmsg.rs"]
+mod cmsg;
+#[path = "cong.rs"]
+mod cong;
 #[path = "ext.rs"]
 mod ext;
 #[path = "header.rs"]
 mod header;
+#[path = "info.rs"]
+mod info;
 #[path = "port.rs"]
 mod port;
+#[path = "seq.rs"]
+mod seq;
 
 pub use addr::{
-    check_bind_scope, encode_sockaddr, encode_unbound_local, parse_bind, parse_connect, Addr,
-    AddrError, SockAddr, AF_INET, AF_INET6, AF_UNSPEC, IPV6_ADDR_ANY, IPV6_ADDR_COMPATV4,
-    IPV6_ADDR_LINKLOCAL, IPV6_ADDR_LOOPBACK, IPV6_ADDR_MAPPED, IPV6_ADDR_MULTICAST,
-    IPV6_ADDR_SCOPE_GLOBAL, IPV6_ADDR_SCOPE_LINKLOCAL, IPV6_ADDR_SCOPE_MASK,
+    check_bind_scope, check_send_dest, encode_sockaddr, encode_unbound_local, parse_bind,
+    parse_connect, parse_send_dest, Addr, AddrError, SockAddr, AF_INET, AF_INET6, AF_UNSPEC,
+    IPV6_ADDR_ANY, IPV6_ADDR_COMPATV4, IPV6_ADDR_LINKLOCAL, IPV6_ADDR_LOOPBACK, IPV6_ADDR_MAPPED,
+    IPV6_ADDR_MULTICAST, IPV6_ADDR_SCOPE_GLOBAL, IPV6_ADDR_SCOPE_LINKLOCAL, IPV6_ADDR_SCOPE_MASK,
     IPV6_ADDR_SCOPE_NODELOCAL, IPV6_ADDR_SCOPE_ORGLOCAL, IPV6_ADDR_SCOPE_SITELOCAL,
     IPV6_ADDR_SITELOCAL, IPV6_ADDR_UNICAST, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
 };
 pub use checksum::{header_checksum, internet_checksum, verify_checksum};
+pub use cmsg::{
+    cmsg_align, cmsg_len, cmsg_space, cmsgs, encode_cmsg, rdma_bytes, scan_send_cmsgs, Cmsg,
+    CmsgError, CmsgIter, SendCmsgs, CMSG_HDR_LEN, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
+    RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
+    RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
+    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION,
+    RDS_CMSG_ZCOPY_COOKIE, SOL_RDS, SOL_SOCKET,
+};
+pub use cong::{
+    cong_clear, cong_mask, cong_set, cong_test, cong_word, monitor_mask, uncongested_mask,
+    wire_to_words, words_to_wire, CongChange, RecvAccount, CONG_MAP_BITS, CONG_MAP_BYTES,
+    CONG_MAP_WORDS,
+};
 pub use ext::{
     Ext, ExtIter, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS, EXTHDR_RDMA, EXTHDR_RDMA_DEST,
     EXTHDR_VERSION,
@@ -44,4 +67,21 @@ pub use header::{
     Header, HeaderError, EXTHDR_SPACE, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
     HEADER_LEN,
 };
+pub use info::{
+    check_info_request, encode_counter, info_outcome, is_info_option, ConnInfo, InfoError,
+    InfoOutcome, MsgInfo, SockInfo, Stat, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN,
+    INFO6_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN, INFO_MAX_LEN,
+    INFO_MESSAGE_LEN, INFO_SOCKET_LEN, RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS,
+    RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES,
+    RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS, RDS_INFO_CONNECTIONS,
+    RDS_INFO_CONNECTION_FLAG_CONNECTED, RDS_INFO_CONNECTION_FLAG_CONNECTING,
+    RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_CONNECTION_STATS, RDS_INFO_COUNTERS, RDS_INFO_FIRST,
+    RDS_INFO_IB_CONNECTIONS, RDS_INFO_IWARP_CONNECTIONS, RDS_INFO_LAST, RDS_INFO_RECV_MESSAGES,
+    RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
+    STAT_COUNT, STAT_NAMES, TRANSNAMSIZ,
+};
 pub use port::{bind_candidates, PROBE_PORT};
+pub use seq::{
+    sndbuf_ack_required, sndbuf_admits, AckPacer, RxSeq, TxSeq, MAX_UNACKED_BYTES,
+    MAX_UNACKED_PACKETS,
+};

@@ -1,0 +1,567 @@
+//! `RDS_INFO_*` getsockopt: the records C RDS copies out
+//! (`include/uapi/linux/rds.h`), the argument check and result of
+//! `rds_info_getsockopt` (`net/rds/info.c`), and the statistics counter
+//! names (`net/rds/stats.c`).
+//!
+//! All records are `__attribute__((packed))`. Counters, sequence numbers,
+//! lengths, buffer sizes and inode numbers are in native byte order;
+//! addresses and ports are big-endian (network order). The IPv4 records
+//! carry the last four bytes of the v4-mapped [`Addr`] (C's
+//! `s6_addr32[3]`).
+
+use super::addr::Addr;
+
+/// The first `RDS_INFO_*` option number (`RDS_INFO_FIRST`).
+pub const RDS_INFO_FIRST: i32 = 10000;
+/// Statistics counters, [`encode_counter`] records (`RDS_INFO_COUNTERS`).
+pub const RDS_INFO_COUNTERS: i32 = 10000;
+/// IPv4 connections, [`ConnInfo::encode_v4`] records
+/// (`RDS_INFO_CONNECTIONS`).
+pub const RDS_INFO_CONNECTIONS: i32 = 10001;
+/// IPv4 messages on send queues, [`MsgInfo::encode_v4`] records
+/// (`RDS_INFO_SEND_MESSAGES`).
+pub const RDS_INFO_SEND_MESSAGES: i32 = 10003;
+/// IPv4 messages awaiting ACK, [`MsgInfo::encode_v4`] records
+/// (`RDS_INFO_RETRANS_MESSAGES`).
+pub const RDS_INFO_RETRANS_MESSAGES: i32 = 10004;
+/// IPv4 messages on receive queues, [`MsgInfo::encode_v4`] records
+/// (`RDS_INFO_RECV_MESSAGES`).
+pub const RDS_INFO_RECV_MESSAGES: i32 = 10005;
+/// IPv4 sockets, [`SockInfo::encode_v4`] records (`RDS_INFO_SOCKETS`).
+pub const RDS_INFO_SOCKETS: i32 = 10006;
+/// TCP transport sockets (`RDS_INFO_TCP_SOCKETS`).
+pub const RDS_INFO_TCP_SOCKETS: i32 = 10007;
+/// IB connections (`RDS_INFO_IB_CONNECTIONS`).
+pub const RDS_INFO_IB_CONNECTIONS: i32 = 10008;
+/// Transport statistics counters (`RDS_INFO_CONNECTION_STATS`).
+pub const RDS_INFO_CONNECTION_STATS: i32 = 10009;
+/// iWARP connections, deprecated (`RDS_INFO_IWARP_CONNECTIONS`).
+pub const RDS_INFO_IWARP_CONNECTIONS: i32 = 10010;
+/// Connections, [`ConnInfo::encode_v6`] records (`RDS6_INFO_CONNECTIONS`).
+pub const RDS6_INFO_CONNECTIONS: i32 = 10011;
+/// Messages on send queues, [`MsgInfo::encode_v6`] records
+/// (`RDS6_INFO_SEND_MESSAGES`).
+pub const RDS6_INFO_SEND_MESSAGES: i32 = 10012;
+/// Messages awaiting ACK, [`MsgInfo::encode_v6`] records
+/// (`RDS6_INFO_RETRANS_MESSAGES`).
+pub const RDS6_INFO_RETRANS_MESSAGES: i32 = 10013;
+/// Messages on receive queues, [`MsgInfo::encode_v6`] records
+/// (`RDS6_INFO_RECV_MESSAGES`).
+pub const RDS6_INFO_RECV_MESSAGES: i32 = 10014;
+/// Sockets, [`SockInfo::encode_v6`] records (`RDS6_INFO_SOCKETS`).
+pub const RDS6_INFO_SOCKETS: i32 = 10015;
+/// TCP transport sockets (`RDS6_INFO_TCP_SOCKETS`).
+pub const RDS6_INFO_TCP_SOCKETS: i32 = 10016;
+/// IB connections (`RDS6_INFO_IB_CONNECTIONS`).
+pub const RDS6_INFO_IB_CONNECTIONS: i32 = 10017;
+/// The last `RDS_INFO_*` option number (`RDS_INFO_LAST`).
+pub const RDS_INFO_LAST: i32 = 10017;
+
+/// [`ConnInfo::flags`] bit: the path is transmitting
+/// (`RDS_INFO_CONNECTION_FLAG_SENDING`).
+pub const RDS_INFO_CONNECTION_FLAG_SENDING: u8 = 0x01;
+/// [`ConnInfo::flags`] bit: the path is connecting
+/// (`RDS_INFO_CONNECTION_FLAG_CONNECTING`).
+pub const RDS_INFO_CONNECTION_FLAG_CONNECTING: u8 = 0x02;
+/// [`ConnInfo::flags`] bit: the path is up
+/// (`RDS_INFO_CONNECTION_FLAG_CONNECTED`).
+pub const RDS_INFO_CONNECTION_FLAG_CONNECTED: u8 = 0x04;
+
+/// Size of the transport name field of connection records (`TRANSNAMSIZ`).
+pub const TRANSNAMSIZ: usize = 16;
+/// Size of the name field of a counter record.
+pub const INFO_COUNTER_NAME_LEN: usize = 32;
+/// The longest counter name a record holds (`sizeof(name) - 1`, room for
+/// the terminating NUL).
+const INFO_COUNTER_NAME_MAX: usize = 31;
+
+/// `sizeof(struct rds_info_counter)`: `name[32]` at 0, `u64 value` at 32.
+pub const INFO_COUNTER_LEN: usize = 40;
+/// `sizeof(struct rds_info_connection)`; see [`ConnInfo::encode_v4`].
+pub const INFO_CONNECTION_LEN: usize = 42;
+/// `sizeof(struct rds6_info_connection)`; see [`ConnInfo::encode_v6`].
+pub const INFO6_CONNECTION_LEN: usize = 65;
+/// `sizeof(struct rds_info_message)`; see [`MsgInfo::encode_v4`].
+pub const INFO_MESSAGE_LEN: usize = 26;
+/// `sizeof(struct rds6_info_message)`; see [`MsgInfo::encode_v6`].
+pub const INFO6_MESSAGE_LEN: usize = 50;
+/// `sizeof(struct rds_info_socket)`; see [`SockInfo::encode_v4`].
+pub const INFO_SOCKET_LEN: usize = 28;
+/// `sizeof(struct rds6_info_socket)`; see [`SockInfo::encode_v6`].
+pub const INFO6_SOCKET_LEN: usize = 52;
+
+/// The largest `optlen` `rds_info_getsockopt` accepts:
+/// `INT_MAX - PAGE_SIZE + 1` with 4 KiB pages.
+pub const INFO_MAX_LEN: i32 = 0x7fff_f000;
+
+/// Writes `bytes` at `off` in `out`. Every caller writes inside its
+/// fixed-size record, so nothing is ever dropped; out-of-range writes would
+/// be ignored rather than panic.
+fn put<const N: usize>(out: &mut [u8], off: usize, bytes: [u8; N]) {
+    if let Some(dst) = out.get_mut(off..).and_then(|s| s.first_chunk_mut::<N>()) {
+        *dst = bytes;
+    }
+}
+
+/// C `strncpy(dst, src, dst_len)` into a zeroed `dst`: copies the bytes of
+/// `src` up to its first NUL or `dst.len()`, whichever comes first; the
+/// rest of `dst` stays zero (so no terminating NUL when `src` fills it).
+fn strncpy(dst: &mut [u8], src: &str) {
+    for (d, s) in dst
+        .iter_mut()
+        .zip(src.as_bytes().iter().take_while(|b| **b != 0))
+    {
+        *d = *s;
+    }
+}
+
+/// The IPv4 address of an IPv4 info record: the last four bytes of `a`
+/// (C `s6_addr32[3]`), whether or not `a` is v4-mapped.
+const fn v4_tail(a: &Addr) -> [u8; 4] {
+    let [.., a12, a13, a14, a15] = a.0;
+    [a12, a13, a14, a15]
+}
+
+/// `struct rds_info_counter` as `rds_stats_info_copy` fills it: `name` is
+/// copied up to its first NUL and truncated to 31 bytes, NUL-padded (so
+/// always NUL-terminated); `value` native-endian at offset 32.
+#[must_use]
+pub fn encode_counter(name: &str, value: u64) -> [u8; INFO_COUNTER_LEN] {
+    let mut out = [0u8; INFO_COUNTER_LEN];
+    if let Some(n) = out.first_chunk_mut::<INFO_COUNTER_NAME_MAX>() {
+        strncpy(n, name);
+    }
+    put(&mut out, INFO_COUNTER_NAME_LEN, value.to_ne_bytes());
+    out
+}
+
+/// One connection path, as `rds_conn_info_visitor` /
+/// `rds6_conn_info_visitor` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnInfo<'a> {
+    /// `cp_next_tx_seq`.
+    pub next_tx_seq: u64,
+    /// `cp_next_rx_seq`.
+    pub next_rx_seq: u64,
+    /// Local address (`c_laddr`).
+    pub laddr: Addr,
+    /// Peer address (`c_faddr`).
+    pub faddr: Addr,
+    /// Transport name (`t_name`), e.g. `"loopback"`, `"tcp"`.
+    pub transport: &'a str,
+    /// `RDS_INFO_CONNECTION_FLAG_*` bits.
+    pub flags: u8,
+    /// Type of service (`c_tos`); only the IPv4 record carries it.
+    pub tos: u8,
+}
+
+impl ConnInfo<'_> {
+    /// `struct rds_info_connection` (42 bytes):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u64 next_tx_seq` |
+    /// | 8  | `u64 next_rx_seq` |
+    /// | 16 | `__be32 laddr` (last 4 bytes of [`Self::laddr`]) |
+    /// | 20 | `__be32 faddr` |
+    /// | 24 | `u8 transport[16]` (strncpy: NUL-padded, not terminated at 16) |
+    /// | 40 | `u8 flags` |
+    /// | 41 | `u8 tos` |
+    #[must_use]
+    pub fn encode_v4(&self) -> [u8; INFO_CONNECTION_LEN] {
+        let mut out = [0u8; INFO_CONNECTION_LEN];
+        put(&mut out, 0, self.next_tx_seq.to_ne_bytes());
+        put(&mut out, 8, self.next_rx_seq.to_ne_bytes());
+        put(&mut out, 16, v4_tail(&self.laddr));
+        put(&mut out, 20, v4_tail(&self.faddr));
+        if let Some(t) = out
+            .get_mut(24..)
+            .and_then(|s| s.first_chunk_mut::<TRANSNAMSIZ>())
+        {
+            strncpy(t, self.transport);
+        }
+        put(&mut out, 40, [self.flags, self.tos]);
+        out
+    }
+
+    /// `struct rds6_info_connection` (65 bytes; it has no `tos`):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u64 next_tx_seq` |
+    /// | 8  | `u64 next_rx_seq` |
+    /// | 16 | `struct in6_addr laddr` |
+    /// | 32 | `struct in6_addr faddr` |
+    /// | 48 | `u8 transport[16]` |
+    /// | 64 | `u8 flags` |
+    #[must_use]
+    pub fn encode_v6(&self) -> [u8; INFO6_CONNECTION_LEN] {
+        let mut out = [0u8; INFO6_CONNECTION_LEN];
+        put(&mut out, 0, self.next_tx_seq.to_ne_bytes());
+        put(&mut out, 8, self.next_rx_seq.to_ne_bytes());
+        put(&mut out, 16, self.laddr.0);
+        put(&mut out, 32, self.faddr.0);
+        if let Some(t) = out
+            .get_mut(48..)
+            .and_then(|s| s.first_chunk_mut::<TRANSNAMSIZ>())
+        {
+            strncpy(t, self.transport);
+        }
+        put(&mut out, 64, [self.flags]);
+        out
+    }
+}
+
+/// One message, as `rds_inc_info_copy` / `rds6_inc_info_copy` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsgInfo {
+    /// Sequence number (`h_sequence`).
+    pub seq: u64,
+    /// Payload length (`h_len`).
+    pub len: u32,
+    /// Local address.
+    pub laddr: Addr,
+    /// Peer address.
+    pub faddr: Addr,
+    /// Local port, host order (written big-endian).
+    pub lport: u16,
+    /// Peer port, host order (written big-endian).
+    pub fport: u16,
+    /// Flags; C always reports 0.
+    pub flags: u8,
+    /// Type of service of the connection (`c_tos`).
+    pub tos: u8,
+}
+
+impl MsgInfo {
+    /// `struct rds_info_message` (26 bytes):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u64 seq` |
+    /// | 8  | `u32 len` |
+    /// | 12 | `__be32 laddr` |
+    /// | 16 | `__be32 faddr` |
+    /// | 20 | `__be16 lport` |
+    /// | 22 | `__be16 fport` |
+    /// | 24 | `u8 flags` |
+    /// | 25 | `u8 tos` |
+    #[must_use]
+    pub fn encode_v4(&self) -> [u8; INFO_MESSAGE_LEN] {
+        let mut out = [0u8; INFO_MESSAGE_LEN];
+        put(&mut out, 0, self.seq.to_ne_bytes());
+        put(&mut out, 8, self.len.to_ne_bytes());
+        put(&mut out, 12, v4_tail(&self.laddr));
+        put(&mut out, 16, v4_tail(&self.faddr));
+        put(&mut out, 20, self.lport.to_be_bytes());
+        put(&mut out, 22, self.fport.to_be_bytes());
+        put(&mut out, 24, [self.flags, self.tos]);
+        out
+    }
+
+    /// `struct rds6_info_message` (50 bytes):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u64 seq` |
+    /// | 8  | `u32 len` |
+    /// | 12 | `struct in6_addr laddr` |
+    /// | 28 | `struct in6_addr faddr` |
+    /// | 44 | `__be16 lport` |
+    /// | 46 | `__be16 fport` |
+    /// | 48 | `u8 flags` |
+    /// | 49 | `u8 tos` |
+    #[must_use]
+    pub fn encode_v6(&self) -> [u8; INFO6_MESSAGE_LEN] {
+        let mut out = [0u8; INFO6_MESSAGE_LEN];
+        put(&mut out, 0, self.seq.to_ne_bytes());
+        put(&mut out, 8, self.len.to_ne_bytes());
+        put(&mut out, 12, self.laddr.0);
+        put(&mut out, 28, self.faddr.0);
+        put(&mut out, 44, self.lport.to_be_bytes());
+        put(&mut out, 46, self.fport.to_be_bytes());
+        put(&mut out, 48, [self.flags, self.tos]);
+        out
+    }
+}
+
+/// One socket, as `rds_sock_info` / `rds6_sock_info` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SockInfo {
+    /// `rds_sk_sndbuf` (`sk_sndbuf / 2`).
+    pub sndbuf: u32,
+    /// `rds_sk_rcvbuf` (`sk_rcvbuf / 2`).
+    pub rcvbuf: u32,
+    /// Bound address.
+    pub bound_addr: Addr,
+    /// Connected address.
+    pub connected_addr: Addr,
+    /// Bound port, host order (written big-endian).
+    pub bound_port: u16,
+    /// Connected port, host order (written big-endian).
+    pub connected_port: u16,
+    /// Inode number of the socket (`sock_i_ino`).
+    pub inum: u64,
+}
+
+impl SockInfo {
+    /// `struct rds_info_socket` (28 bytes; note `rcvbuf` comes after the
+    /// ports):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u32 sndbuf` |
+    /// | 4  | `__be32 bound_addr` |
+    /// | 8  | `__be32 connected_addr` |
+    /// | 12 | `__be16 bound_port` |
+    /// | 14 | `__be16 connected_port` |
+    /// | 16 | `u32 rcvbuf` |
+    /// | 20 | `u64 inum` |
+    #[must_use]
+    pub fn encode_v4(&self) -> [u8; INFO_SOCKET_LEN] {
+        let mut out = [0u8; INFO_SOCKET_LEN];
+        put(&mut out, 0, self.sndbuf.to_ne_bytes());
+        put(&mut out, 4, v4_tail(&self.bound_addr));
+        put(&mut out, 8, v4_tail(&self.connected_addr));
+        put(&mut out, 12, self.bound_port.to_be_bytes());
+        put(&mut out, 14, self.connected_port.to_be_bytes());
+        put(&mut out, 16, self.rcvbuf.to_ne_bytes());
+        put(&mut out, 20, self.inum.to_ne_bytes());
+        out
+    }
+
+    /// `struct rds6_info_socket` (52 bytes):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `u32 sndbuf` |
+    /// | 4  | `struct in6_addr bound_addr` |
+    /// | 20 | `struct in6_addr connected_addr` |
+    /// | 36 | `__be16 bound_port` |
+    /// | 38 | `__be16 connected_port` |
+    /// | 40 | `u32 rcvbuf` |
+    /// | 44 | `u64 inum` |
+    #[must_use]
+    pub fn encode_v6(&self) -> [u8; INFO6_SOCKET_LEN] {
+        let mut out = [0u8; INFO6_SOCKET_LEN];
+        put(&mut out, 0, self.sndbuf.to_ne_bytes());
+        put(&mut out, 4, self.bound_addr.0);
+        put(&mut out, 20, self.connected_addr.0);
+        put(&mut out, 36, self.bound_port.to_be_bytes());
+        put(&mut out, 38, self.connected_port.to_be_bytes());
+        put(&mut out, 40, self.rcvbuf.to_ne_bytes());
+        put(&mut out, 44, self.inum.to_ne_bytes());
+        out
+    }
+}
+
+/// Errors of `rds_info_getsockopt`'s argument check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfoError {
+    /// `EINVAL`: a negative or too large `optlen`, or a buffer that wraps
+    /// around the address space.
+    Inval,
+}
+
+impl InfoError {
+    /// The positive errno C RDS returns (negated) for this error.
+    #[must_use]
+    pub const fn errno(self) -> i32 {
+        match self {
+            InfoError::Inval => 22,
+        }
+    }
+}
+
+impl core::fmt::Display for InfoError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            InfoError::Inval => write!(f, "invalid RDS info request"),
+        }
+    }
+}
+
+impl core::error::Error for InfoError {}
+
+/// Whether `optname` is an `RDS_INFO_*` option `rds_getsockopt` hands to
+/// `rds_info_getsockopt` ([`RDS_INFO_FIRST`] ..= [`RDS_INFO_LAST`]).
+#[must_use]
+pub const fn is_info_option(optname: i32) -> bool {
+    optname >= RDS_INFO_FIRST && optname <= RDS_INFO_LAST
+}
+
+/// `rds_info_getsockopt`'s check of the user's `optlen` (`len`) and
+/// `optval` address (`start`).
+///
+/// # Errors
+///
+/// [`InfoError::Inval`] when `len` < 0, `len` > [`INFO_MAX_LEN`]
+/// (`INT_MAX - PAGE_SIZE + 1`), or `start + len` wraps around 2^64.
+pub fn check_info_request(len: i32, start: u64) -> Result<(), InfoError> {
+    let Ok(ulen) = u64::try_from(len) else {
+        return Err(InfoError::Inval);
+    };
+    if len > INFO_MAX_LEN || start.checked_add(ulen).is_none() {
+        return Err(InfoError::Inval);
+    }
+    Ok(())
+}
+
+/// The result of an `RDS_INFO_*` getsockopt; see [`info_outcome`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfoOutcome {
+    /// The records were copied: getsockopt returns `each` and sets
+    /// `optlen` to `total`.
+    Fits {
+        /// Size of one record; the (positive) return value.
+        each: usize,
+        /// `nr * each`, written back to `optlen`.
+        total: usize,
+    },
+    /// The buffer is too small: getsockopt fails with `ENOSPC` and sets
+    /// `optlen` to `needed`.
+    NoSpace {
+        /// `nr * each` (saturated at `usize::MAX`), written back to
+        /// `optlen`.
+        needed: usize,
+    },
+}
+
+/// `rds_info_getsockopt`'s result, given the user's buffer length `len` and
+/// what the info function reported: `nr` records of `each` bytes.
+///
+/// [`InfoOutcome::NoSpace`] when `nr * each` > `len`, else
+/// [`InfoOutcome::Fits`]. The product saturates instead of wrapping (C
+/// computes it in `unsigned int` and stores it in an `int`; the info
+/// functions keep it small). C `BUG_ON`s `each == 0`; here that is simply a
+/// fit of 0 bytes.
+#[must_use]
+pub fn info_outcome(len: usize, each: usize, nr: usize) -> InfoOutcome {
+    let total = nr.saturating_mul(each);
+    if total > len {
+        InfoOutcome::NoSpace { needed: total }
+    } else {
+        InfoOutcome::Fits { each, total }
+    }
+}
+
+/// Defines [`Stat`], [`STAT_NAMES`] and [`STAT_COUNT`] from one list, so
+/// their orders cannot drift apart.
+macro_rules! stats {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// One RDS statistics counter, in the order of C's
+        /// `struct rds_statistics` and `rds_stat_names` (`net/rds/stats.c`),
+        /// which is also the order `RDS_INFO_COUNTERS` reports them in.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Stat {
+            $($(#[$doc])* $variant,)*
+        }
+
+        /// The names of the RDS statistics counters, in C's order
+        /// (`rds_stat_names`); `STAT_NAMES[s.index()] == s.name()`.
+        pub const STAT_NAMES: [&str; STAT_COUNT] = [$($name,)*];
+
+        impl Stat {
+            /// Every counter, in C's order; `Stat::ALL[i].index() == i`.
+            pub const ALL: [Stat; STAT_COUNT] = [$(Stat::$variant,)*];
+
+            /// The counter's name as `RDS_INFO_COUNTERS` reports it.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Stat::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+/// The number of RDS statistics counters (`ARRAY_SIZE(rds_stat_names)`).
+pub const STAT_COUNT: usize = 36;
+
+stats! {
+    /// `s_conn_reset`.
+    ConnReset => "conn_reset",
+    /// `s_recv_drop_bad_checksum`.
+    RecvDropBadChecksum => "recv_drop_bad_checksum",
+    /// `s_recv_drop_old_seq`.
+    RecvDropOldSeq => "recv_drop_old_seq",
+    /// `s_recv_drop_no_sock`.
+    RecvDropNoSock => "recv_drop_no_sock",
+    /// `s_recv_drop_dead_sock`.
+    RecvDropDeadSock => "recv_drop_dead_sock",
+    /// `s_recv_deliver_raced`.
+    RecvDeliverRaced => "recv_deliver_raced",
+    /// `s_recv_delivered`.
+    RecvDelivered => "recv_delivered",
+    /// `s_recv_queued`.
+    RecvQueued => "recv_queued",
+    /// `s_recv_immediate_retry`.
+    RecvImmediateRetry => "recv_immediate_retry",
+    /// `s_recv_delayed_retry`.
+    RecvDelayedRetry => "recv_delayed_retry",
+    /// `s_recv_ack_required`.
+    RecvAckRequired => "recv_ack_required",
+    /// `s_recv_rdma_bytes`.
+    RecvRdmaBytes => "recv_rdma_bytes",
+    /// `s_recv_ping`.
+    RecvPing => "recv_ping",
+    /// `s_send_queue_empty`.
+    SendQueueEmpty => "send_queue_empty",
+    /// `s_send_queue_full`.
+    SendQueueFull => "send_queue_full",
+    /// `s_send_lock_contention`.
+    SendLockContention => "send_lock_contention",
+    /// `s_send_lock_queue_raced`.
+    SendLockQueueRaced => "send_lock_queue_raced",
+    /// `s_send_immediate_retry`.
+    SendImmediateRetry => "send_immediate_retry",
+    /// `s_send_delayed_retry`.
+    SendDelayedRetry => "send_delayed_retry",
+    /// `s_send_drop_acked`.
+    SendDropAcked => "send_drop_acked",
+    /// `s_send_ack_required`.
+    SendAckRequired => "send_ack_required",
+    /// `s_send_queued`.
+    SendQueued => "send_queued",
+    /// `s_send_rdma`.
+    SendRdma => "send_rdma",
+    /// `s_send_rdma_bytes`.
+    SendRdmaBytes => "send_rdma_bytes",
+    /// `s_send_pong`.
+    SendPong => "send_pong",
+    /// `s_page_remainder_hit`.
+    PageRemainderHit => "page_remainder_hit",
+    /// `s_page_remainder_miss`.
+    PageRemainderMiss => "page_remainder_miss",
+    /// `s_copy_to_user`.
+    CopyToUser => "copy_to_user",
+    /// `s_copy_from_user`.
+    CopyFromUser => "copy_from_user",
+    /// `s_cong_update_queued`.
+    CongUpdateQueued => "cong_update_queued",
+    /// `s_cong_update_received`.
+    CongUpdateReceived => "cong_update_received",
+    /// `s_cong_send_error`.
+    CongSendError => "cong_send_error",
+    /// `s_cong_send_blocked`.
+    CongSendBlocked => "cong_send_blocked",
+    /// `s_recv_bytes_added_to_socket` (C's name for it is
+    /// `recv_bytes_added_to_sock`).
+    RecvBytesAddedToSock => "recv_bytes_added_to_sock",
+    /// `s_recv_bytes_removed_from_socket` (C's name for it is
+    /// `recv_bytes_freed_fromsock`).
+    RecvBytesFreedFromSock => "recv_bytes_freed_fromsock",
+    /// `s_send_stuck_rm`.
+    SendStuckRm => "send_stuck_rm",
+}
+
+impl Stat {
+    /// The counter's position in C's order (and in [`STAT_NAMES`]).
+    #[must_use]
+    pub const fn index(self) -> usize {
+        // A field-less enum without explicit discriminants numbers its
+        // variants 0, 1, ... in declaration order.
+        self as usize
+    }
+}

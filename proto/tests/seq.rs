@@ -1,0 +1,205 @@
+//! Sequence numbers (net/rds/recv.c `rds_recv_incoming`, net/rds/connection.c
+//! `__rds_conn_path_init`), ACK pacing (net/rds/send.c `rds_send_xmit`) and
+//! send-buffer admission (net/rds/send.c `rds_send_queue_rm`).
+
+use proptest::prelude::*;
+use rds_proto::{
+    sndbuf_ack_required, sndbuf_admits, AckPacer, RxSeq, TxSeq, MAX_UNACKED_BYTES,
+    MAX_UNACKED_PACKETS,
+};
+
+// --- RxSeq -------------------------------------------------------------------
+
+#[test]
+fn rx_starts_at_zero_and_follows() {
+    let mut rx = RxSeq::new();
+    assert_eq!(rx, RxSeq::default());
+    assert_eq!(rx.next, 0);
+    assert!(rx.accept(1, false));
+    assert_eq!(rx.next, 2);
+    // Sequence numbers may skip forward (messages dropped before the wire).
+    assert!(rx.accept(10, false));
+    assert_eq!(rx.next, 11);
+}
+
+#[test]
+fn rx_drops_only_old_retransmissions() {
+    let mut rx = RxSeq { next: 11 };
+    // Old and retransmitted: dropped, next unchanged (s_recv_drop_old_seq).
+    assert!(!rx.accept(10, true));
+    assert!(!rx.accept(0, true));
+    assert_eq!(rx.next, 11);
+    // Not old: accepted even when retransmitted.
+    assert!(rx.accept(11, true));
+    assert_eq!(rx.next, 12);
+    assert!(rx.accept(20, true));
+    assert_eq!(rx.next, 21);
+    // Old but not marked retransmitted: accepted, and next goes back.
+    assert!(rx.accept(5, false));
+    assert_eq!(rx.next, 6);
+}
+
+#[test]
+fn rx_wraps() {
+    let mut rx = RxSeq { next: u64::MAX };
+    assert!(rx.accept(u64::MAX, true));
+    assert_eq!(rx.next, 0);
+    // After the wrap nothing is "old" any more (plain comparison).
+    assert!(rx.accept(3, true));
+    assert_eq!(rx.next, 4);
+    assert!(!rx.accept(2, true));
+}
+
+// --- TxSeq -------------------------------------------------------------------
+
+#[test]
+fn tx_starts_at_one() {
+    let mut tx = TxSeq::new();
+    assert_eq!(tx, TxSeq::default());
+    assert_eq!(tx.take(), 1);
+    assert_eq!(tx.take(), 2);
+    assert_eq!(tx.next, 3);
+}
+
+#[test]
+fn tx_wraps() {
+    let mut tx = TxSeq { next: u64::MAX };
+    assert_eq!(tx.take(), u64::MAX);
+    assert_eq!(tx.take(), 0);
+    assert_eq!(tx.take(), 1);
+}
+
+// --- AckPacer ----------------------------------------------------------------
+
+#[test]
+fn pacer_defaults() {
+    assert_eq!(MAX_UNACKED_PACKETS, 8);
+    assert_eq!(MAX_UNACKED_BYTES, 16 * 1024 * 1024);
+    assert_eq!(AckPacer::default(), AckPacer::new(8, 16 << 20));
+}
+
+#[test]
+fn pacer_every_ninth_small_message() {
+    // 8 packets are taken from the budget; the 9th finds it empty and asks.
+    let mut p = AckPacer::default();
+    let asks: Vec<bool> = (0..27).map(|_| p.on_send(100, 8, 16 << 20)).collect();
+    let want: Vec<bool> = (0..27).map(|i| i % 9 == 8).collect();
+    assert_eq!(asks, want);
+}
+
+#[test]
+fn pacer_bytes() {
+    let mut p = AckPacer::new(8, 1000);
+    assert!(!p.on_send(1000, 8, 1000)); // cp_unacked_bytes < len is false
+    assert_eq!(
+        p,
+        AckPacer {
+            packets: 7,
+            bytes: 0
+        }
+    );
+    assert!(!p.on_send(0, 8, 1000)); // zero-length messages still count a packet
+    assert_eq!(p.packets, 6);
+    assert!(p.on_send(1, 8, 1000));
+    assert_eq!(p, AckPacer::new(8, 1000));
+    // A message bigger than the whole budget always asks, and refills.
+    assert!(p.on_send(5000, 8, 1000));
+    assert!(p.on_send(5000, 8, 1000));
+    assert_eq!(p, AckPacer::new(8, 1000));
+}
+
+#[test]
+fn pacer_reads_the_sysctls_at_refill() {
+    let mut p = AckPacer::new(0, 0);
+    assert!(p.on_send(0, 2, 50));
+    assert_eq!(p, AckPacer::new(2, 50));
+}
+
+// --- rds_send_queue_rm -----------------------------------------------------------
+
+#[test]
+fn sndbuf_rule() {
+    // rs_snd_bytes < rds_sk_sndbuf(rs): the old value is tested, so the last
+    // message may overshoot.
+    assert!(sndbuf_admits(0, 1000));
+    assert!(sndbuf_admits(999, 1000));
+    assert!(!sndbuf_admits(1000, 1000));
+    assert!(!sndbuf_admits(0, 0));
+    // ACK_REQUIRED once rs_snd_bytes (after adding) >= sndbuf / 2.
+    assert!(!sndbuf_ack_required(499, 1000));
+    assert!(sndbuf_ack_required(500, 1000));
+    assert!(sndbuf_ack_required(1500, 1001));
+    assert!(sndbuf_ack_required(0, 1));
+}
+
+// --- properties -------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    #[test]
+    fn rx_matches_c(next in any::<u64>(), seq in any::<u64>(), re in any::<bool>()) {
+        let mut rx = RxSeq { next };
+        let ok = rx.accept(seq, re);
+        prop_assert_eq!(ok, !(seq < next && re));
+        prop_assert_eq!(rx.next, if ok { seq.wrapping_add(1) } else { next });
+    }
+
+    #[test]
+    fn tx_then_rx_in_order_is_never_dropped(start in any::<u64>(), n in 0usize..50) {
+        // Messages sent in order (across a wrap) are all accepted, even when
+        // marked retransmitted, as long as the receiver is in step.
+        let mut tx = TxSeq { next: start };
+        let mut rx = RxSeq { next: start };
+        for _ in 0..n {
+            let s = tx.take();
+            prop_assert!(rx.accept(s, true));
+            prop_assert_eq!(rx.next, tx.next);
+        }
+        prop_assert_eq!(tx.next, start.wrapping_add(n as u64));
+    }
+
+    #[test]
+    fn pacer_matches_c(
+        max_p in 0u32..20,
+        max_b in prop_oneof![Just(16u32 << 20), 0u32..10_000, any::<u32>()],
+        lens in prop::collection::vec(prop_oneof![0u32..5000, any::<u32>()], 0..64),
+    ) {
+        let mut p = AckPacer::new(max_p, max_b);
+        let (mut cp, mut cb) = (max_p, max_b);
+        for len in lens {
+            let want = if cp == 0 || cb < len {
+                cp = max_p;
+                cb = max_b;
+                true
+            } else {
+                cb -= len;
+                cp -= 1;
+                false
+            };
+            prop_assert_eq!(p.on_send(len, max_p, max_b), want);
+            prop_assert_eq!(p, AckPacer { packets: cp, bytes: cb });
+            prop_assert!(p.packets <= max_p && p.bytes <= max_b);
+        }
+    }
+
+    #[test]
+    fn sndbuf_overshoot_is_at_most_one_message(
+        sndbuf in 0u32..100_000,
+        lens in prop::collection::vec(0u32..20_000, 0..50),
+    ) {
+        let mut queued = 0u64;
+        for len in lens {
+            if sndbuf_admits(queued, sndbuf) {
+                let before = queued;
+                queued += u64::from(len);
+                prop_assert!(before < u64::from(sndbuf));
+                prop_assert!(queued < u64::from(sndbuf) + u64::from(len));
+                prop_assert_eq!(
+                    sndbuf_ack_required(queued, sndbuf),
+                    queued >= u64::from(sndbuf / 2)
+                );
+            }
+        }
+    }
+}
