@@ -14,3 +14,5 @@
 pub(crate) mod net;
 #[path = "raw.rs"]
 pub(crate) mod raw;
+#[path = "sys.rs"]
+pub(crate) mod sys;

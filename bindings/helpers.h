@@ -1,17 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Hand-written C helpers for kernel macros that Rust cannot call. Static inline functions are
- * wrapped automatically by bindgen --wrap-static-fns; only macros need an entry here.
+ * Hand-written C helpers for kernel macros and for struct fields that Rust should not reach into
+ * directly. Static inline functions are wrapped automatically by bindgen --wrap-static-fns; the
+ * helpers here cover macros (wait_event_*, init_waitqueue_head, alloc_workqueue, ...), fields
+ * read with READ_ONCE, and the few places where the C layout (msghdr bitfields, sk_wq under
+ * RCU) is better handled in C.
  */
 #ifndef RDS_RS_HELPERS_H
 #define RDS_RS_HELPERS_H
 
 #include <linux/types.h>
 #include <linux/sockptr.h>
+#include <linux/wait.h>
+#include <linux/poll.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
 struct sock;
+struct socket;
+struct msghdr;
+struct file;
+struct net;
+struct workqueue_struct;
 
 struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags);
 struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
@@ -24,5 +34,50 @@ int rds_rs_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
 /* Layout facts of struct sock, checked against the Rust bindings at module init. */
 size_t rds_rs_sizeof_sock(void);
 size_t rds_rs_offsetof_sk_destruct(void);
+
+/* A condition evaluated by the wait helpers; it may be called many times and must not sleep. */
+typedef bool (*rds_rs_cond_fn)(void *arg);
+
+/* struct sock: fields read with READ_ONCE, the socket's wait queue, error state. */
+int rds_rs_sk_sndbuf(struct sock *sk);
+int rds_rs_sk_rcvbuf(struct sock *sk);
+long rds_rs_sk_sndtimeo(struct sock *sk);
+long rds_rs_sk_rcvtimeo(struct sock *sk);
+bool rds_rs_sk_has_error(struct sock *sk);
+void rds_rs_sk_wake(struct sock *sk);
+long rds_rs_sk_wait(struct sock *sk, long timeo, rds_rs_cond_fn cond, void *arg);
+void rds_rs_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
+
+/* Free-standing wait queues. */
+void rds_rs_wq_init(struct wait_queue_head *wq);
+void rds_rs_wq_wake(struct wait_queue_head *wq);
+long rds_rs_wq_wait(struct wait_queue_head *wq, long timeo, rds_rs_cond_fn cond, void *arg);
+void rds_rs_poll_wait(struct file *file, struct wait_queue_head *wq, poll_table *wait);
+
+/* struct msghdr. */
+size_t rds_rs_msg_copy_from(struct msghdr *msg, void *dst, size_t len);
+size_t rds_rs_msg_copy_to(struct msghdr *msg, const void *src, size_t len);
+size_t rds_rs_msg_left(struct msghdr *msg);
+void rds_rs_msg_revert(struct msghdr *msg, size_t len);
+const void *rds_rs_msg_kernel_control(struct msghdr *msg, size_t *len);
+size_t rds_rs_msg_controllen(struct msghdr *msg);
+void *rds_rs_msg_name(struct msghdr *msg, int *namelen);
+void rds_rs_msg_set_namelen(struct msghdr *msg, int namelen);
+int rds_rs_msg_flags(struct msghdr *msg);
+void rds_rs_msg_add_flags(struct msghdr *msg, int flags);
+
+/* Workqueues, time, user memory. */
+struct workqueue_struct *rds_rs_alloc_workqueue(const char *name);
+s64 rds_rs_real_time_ns(void);
+bool rds_rs_user_writable(void __user *addr, size_t len);
+
+/* Per-namespace exit hook and /proc/sys/net/rds. */
+int rds_rs_pernet_register(void (*exit)(struct net *net));
+void rds_rs_pernet_unregister(void);
+int rds_rs_sysctl_register(void);
+void rds_rs_sysctl_unregister(void);
+unsigned int rds_rs_sysctl_ping_enable(void);
+unsigned int rds_rs_sysctl_max_unacked_packets(void);
+unsigned int rds_rs_sysctl_max_unacked_bytes(void);
 
 #endif

@@ -14,11 +14,12 @@
 use super::raw;
 use core::{
     marker::PhantomData,
-    mem::{offset_of, size_of},
-    ptr,
+    mem::{offset_of, size_of, MaybeUninit},
+    ptr::{self, NonNull},
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
 use kernel::{
+    alloc::KVVec,
     error::{from_result, to_result},
     ffi::{self, c_char, c_int, c_void},
     prelude::*,
@@ -43,6 +44,11 @@ pub(crate) struct NetId(usize);
 pub(crate) const GETNAME_LEN: usize = 28;
 
 impl NetId {
+    /// The identity of the namespace at `net`.
+    pub(super) fn from_raw(net: *mut raw::net) -> Self {
+        NetId(net as usize)
+    }
+
     /// The initial network namespace.
     pub(crate) fn init() -> Self {
         // Taking the address of a static reads nothing.
@@ -75,6 +81,16 @@ impl OptVal {
         })?;
         Ok(v)
     }
+
+    /// Reads the first `dst.len()` bytes of the value; `EFAULT` when they cannot be read.
+    /// The caller checks the length first.
+    pub(crate) fn read_bytes(&self, dst: &mut [u8]) -> Result {
+        // SAFETY: `dst` is valid for writes of its length, the most the helper copies; the
+        // helper checks the source as in `read_int`.
+        to_result(unsafe {
+            raw::rds_rs_copy_from_sockptr(dst.as_mut_ptr().cast(), self.ptr, dst.len())
+        })
+    }
 }
 
 /// The buffer and length pointer of a `getsockopt(2)` call, both in user memory.
@@ -89,6 +105,34 @@ impl OptOut {
         UserSlice::new(self.len, size_of::<i32>())
             .reader()
             .read::<i32>()
+    }
+
+    /// Sets `*optlen`; `EFAULT` if it cannot be written.
+    pub(crate) fn set_len(&self, len: i32) -> Result {
+        UserSlice::new(self.len, size_of::<i32>())
+            .writer()
+            .write(&len)
+    }
+
+    /// Writes `data` to the start of the caller's buffer (not `*optlen`); `EFAULT` if it
+    /// cannot be written.
+    pub(crate) fn write(&self, data: &[u8]) -> Result {
+        UserSlice::new(self.val, data.len())
+            .writer()
+            .write_slice(data)
+    }
+
+    /// Whether the first `len` bytes of the caller's buffer are mapped, writable user memory
+    /// (faulted in without being written).
+    pub(crate) fn writable(&self, len: usize) -> bool {
+        // SAFETY: The helper only probes (and faults in) the user range; it accepts any
+        // address, reporting unmapped or read-only memory as not writable.
+        unsafe { raw::rds_rs_user_writable(self.val as *mut c_void, len) }
+    }
+
+    /// The user address of the caller's buffer.
+    pub(crate) fn addr(&self) -> usize {
+        self.val
     }
 
     /// Writes an `int` value and sets `*optlen` to its size; `EFAULT` if either write fails.
@@ -130,43 +174,542 @@ pub(crate) trait Family: Sized + 'static {
         kern: bool,
     ) -> Result<Pin<KBox<Self::Socket>>>;
 
+    /// Called once the socket is complete (its state is reachable through [`Sock::state`]),
+    /// before `socket(2)` returns. It cannot fail: anything fallible belongs in `create`.
+    fn created(sock: &Sock<Self>);
+
     /// Called when the socket is closed: the last file reference to it is gone.
     ///
-    /// The state itself is dropped later, when the last reference to the `struct sock` goes.
-    /// That can happen in any context, softirq included, so `Self::Socket`'s `Drop` must not
-    /// sleep.
-    fn release(socket: Pin<&Self::Socket>);
+    /// The state itself is dropped later, when the last reference to the `struct sock` goes
+    /// (see [`SockRef`]). That happens in process context, but possibly inside another socket's
+    /// system call, so `Self::Socket`'s `Drop` must not take locks of other sockets.
+    fn release(sock: &Sock<Self>);
 
     /// `bind(2)`: `addr` is the socket address user space passed (already copied into the
-    /// kernel; its length is the `addrlen` argument), `net` the socket's namespace.
-    fn bind(socket: Pin<&Self::Socket>, net: NetId, addr: &[u8]) -> Result;
+    /// kernel; its length is the `addrlen` argument).
+    fn bind(sock: &Sock<Self>, addr: &[u8]) -> Result;
 
     /// `connect(2)`: `addr` as for [`Family::bind`].
-    fn connect(socket: Pin<&Self::Socket>, addr: &[u8]) -> Result;
+    fn connect(sock: &Sock<Self>, addr: &[u8]) -> Result;
 
     /// `getsockname(2)` (`peer` false) and `getpeername(2)` (`peer` true): writes the address
     /// into `out` and returns its length.
-    fn getname(
-        socket: Pin<&Self::Socket>,
-        peer: bool,
-        out: &mut [u8; GETNAME_LEN],
-    ) -> Result<usize>;
+    fn getname(sock: &Sock<Self>, peer: bool, out: &mut [u8; GETNAME_LEN]) -> Result<usize>;
 
     /// `setsockopt(2)` for levels other than `SOL_SOCKET` (which the socket layer handles).
-    fn setsockopt(
-        socket: Pin<&Self::Socket>,
-        net: NetId,
-        level: i32,
-        optname: i32,
-        val: &OptVal,
-    ) -> Result;
+    fn setsockopt(sock: &Sock<Self>, level: i32, optname: i32, val: &OptVal) -> Result;
 
-    /// `getsockopt(2)` for levels other than `SOL_SOCKET`.
-    fn getsockopt(socket: Pin<&Self::Socket>, level: i32, optname: i32, out: &OptOut) -> Result;
+    /// `getsockopt(2)` for levels other than `SOL_SOCKET`. The value returned on success is
+    /// what the system call returns (0 for ordinary options).
+    fn getsockopt(sock: &Sock<Self>, level: i32, optname: i32, out: &OptOut) -> Result<i32>;
 
     /// `ioctl(2)` on the socket; `ENOIOCTLCMD` for commands the family does not know (the
     /// socket layer then answers `ENOTTY`). `arg` is the user-space argument.
-    fn ioctl(socket: Pin<&Self::Socket>, cmd: u32, arg: UserPtr) -> Result;
+    fn ioctl(sock: &Sock<Self>, cmd: u32, arg: UserPtr) -> Result;
+
+    /// `sendmsg(2)`: `len` is the payload length (the sum of the iovecs). Returns the number of
+    /// bytes sent.
+    fn sendmsg(sock: &Sock<Self>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize>;
+
+    /// `recvmsg(2)` with the caller's `flags`; `len` is the room in the iovecs. Returns what the
+    /// system call returns.
+    fn recvmsg(sock: &Sock<Self>, msg: &mut MsgHdr<'_>, len: usize, flags: i32) -> Result<usize>;
+
+    /// `poll(2)`: registers the wait queues through `poll` and returns the ready events
+    /// (`EPOLL*` bits).
+    fn poll(sock: &Sock<Self>, poll: &PollCtx<'_>) -> u32;
+}
+
+/// A `struct sock` of family `F`, as the socket layer hands it to the family's callbacks.
+///
+/// A `&Sock<F>` is only ever created for a socket that holds a reference for as long as the
+/// borrow lasts: inside a `proto_ops` callback (the file holds it), or through a [`SockRef`].
+///
+/// # Invariants
+///
+/// `sk` is a live `struct sock` created by [`create_callback`] for `F`, whose memory is a
+/// [`SockMem`] with its `state` set.
+#[repr(transparent)]
+pub(crate) struct Sock<F: Family> {
+    sk: Opaque<raw::sock>,
+    _family: PhantomData<F>,
+}
+
+// SAFETY: A `Sock` only hands out `&F::Socket` (which is `Sync`) and calls C functions that the
+// socket layer allows from any thread; the `struct sock` itself is shared by design.
+unsafe impl<F: Family> Sync for Sock<F> {}
+// SAFETY: As above; a `Sock` is never owned by value, only borrowed or referenced.
+unsafe impl<F: Family> Send for Sock<F> {}
+
+impl<F: Family> Sock<F> {
+    /// Borrows a socket of family `F`.
+    ///
+    /// # Safety
+    ///
+    /// `sk` was created by [`create_callback`] for `F` and stays alive (a reference is held)
+    /// for `'a`.
+    unsafe fn from_raw<'a>(sk: *mut raw::sock) -> &'a Self {
+        // CAST: `Sock<F>` is `repr(transparent)` over `Opaque<raw::sock>`, itself transparent.
+        // SAFETY: Per the function's safety requirements the pointer is valid for `'a`.
+        unsafe { &*sk.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut raw::sock {
+        self.sk.get()
+    }
+
+    /// The family's state of this socket.
+    pub(crate) fn state(&self) -> &F::Socket {
+        // SAFETY: By the type invariant, the memory is a `SockMem` whose `state` came from
+        // `Pin<KBox<F::Socket>>::into_foreign` and is released only in `destruct_callback`, which
+        // cannot run while this `Sock` is borrowed (a reference to the sock is held).
+        let state = unsafe {
+            let state = (*self.as_ptr().cast::<SockMem>()).state;
+            <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow(state)
+        };
+        // Shared access needs no pinning guarantee.
+        state.get_ref()
+    }
+
+    /// The socket's network namespace.
+    pub(crate) fn net(&self) -> NetId {
+        // SAFETY: The sock is alive (type invariant); `sock_net` only reads its namespace.
+        NetId(unsafe { raw::sock_net(self.as_ptr()) } as usize)
+    }
+
+    /// `sk_sndbuf`, the send buffer size in bytes (`SO_SNDBUF` doubled, as the core stores it).
+    pub(crate) fn sndbuf(&self) -> u32 {
+        // SAFETY: The sock is alive (type invariant).
+        let v = unsafe { raw::rds_rs_sk_sndbuf(self.as_ptr()) };
+        u32::try_from(v).unwrap_or(0)
+    }
+
+    /// `sk_rcvbuf`, the receive buffer size in bytes.
+    pub(crate) fn rcvbuf(&self) -> u32 {
+        // SAFETY: The sock is alive (type invariant).
+        let v = unsafe { raw::rds_rs_sk_rcvbuf(self.as_ptr()) };
+        u32::try_from(v).unwrap_or(0)
+    }
+
+    /// `sock_sndtimeo`: how long a send may block (jiffies); 0 for non-blocking calls.
+    pub(crate) fn sndtimeo(&self, nonblock: bool) -> Timeout {
+        if nonblock {
+            return Timeout(0);
+        }
+        // SAFETY: The sock is alive (type invariant).
+        Timeout(unsafe { raw::rds_rs_sk_sndtimeo(self.as_ptr()) } as i64)
+    }
+
+    /// `sock_rcvtimeo`: how long a receive may block (jiffies); 0 for non-blocking calls.
+    pub(crate) fn rcvtimeo(&self, nonblock: bool) -> Timeout {
+        if nonblock {
+            return Timeout(0);
+        }
+        // SAFETY: The sock is alive (type invariant).
+        Timeout(unsafe { raw::rds_rs_sk_rcvtimeo(self.as_ptr()) } as i64)
+    }
+
+    /// Whether a `SOCK_*` flag of the socket is set.
+    pub(crate) fn flag(&self, flag: SockFlag) -> bool {
+        // SAFETY: The sock is alive (type invariant); `sock_flag` reads one bit.
+        unsafe { raw::sock_flag(self.as_ptr(), flag as raw::sock_flags) }
+    }
+
+    /// Sets or clears a `SOCK_*` flag of the socket.
+    pub(crate) fn set_flag(&self, flag: SockFlag, on: bool) {
+        // SAFETY: The sock is alive (type invariant); the helpers change one bit of
+        // `sk_flags`, which callers serialise as C does (the socket lock or a syscall on it).
+        unsafe {
+            if on {
+                raw::sock_set_flag(self.as_ptr(), flag as raw::sock_flags)
+            } else {
+                raw::sock_reset_flag(self.as_ptr(), flag as raw::sock_flags)
+            }
+        }
+    }
+
+    /// Whether the socket has a pending error (`sk_err`) or a non-empty error queue.
+    pub(crate) fn has_error(&self) -> bool {
+        // SAFETY: The sock is alive (type invariant).
+        unsafe { raw::rds_rs_sk_has_error(self.as_ptr()) }
+    }
+
+    /// The inode number of the socket (`sock_i_ino`), as `RDS_INFO_SOCKETS` reports it.
+    pub(crate) fn inode(&self) -> u64 {
+        // SAFETY: The sock is alive (type invariant).
+        (unsafe { raw::sock_i_ino(self.as_ptr()) }) as u64
+    }
+
+    /// Wakes every task sleeping on the socket: readers, blocked senders and pollers.
+    pub(crate) fn wake(&self) {
+        // SAFETY: The sock is alive (type invariant); the helper reads `sk_wq` under RCU and
+        // copes with an orphaned socket.
+        unsafe { raw::rds_rs_sk_wake(self.as_ptr()) }
+    }
+
+    /// Sleeps on the socket's wait queue until `cond` holds, `timeo` runs out or a signal
+    /// arrives.
+    ///
+    /// `cond` runs with the task state set to sleeping, so it must not sleep itself: spinlocks
+    /// and atomics only. Only for use inside a system call on this socket (its wait queue must
+    /// exist).
+    pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
+        let mut cond = cond;
+        // SAFETY: The sock is alive and, per this function's contract, not orphaned, so its
+        // wait queue exists; `cond_trampoline` is called with `arg` pointing at `cond`, which
+        // outlives the call.
+        let r = unsafe {
+            raw::rds_rs_sk_wait(
+                self.as_ptr(),
+                timeo.0 as ffi::c_long,
+                Some(cond_trampoline::<C>),
+                ptr::addr_of_mut!(cond).cast(),
+            )
+        };
+        WaitOutcome::from_raw(r as i64)
+    }
+
+    /// Takes a new reference to the socket.
+    pub(crate) fn to_ref(&self) -> SockRef<F> {
+        // SAFETY: The sock is alive (type invariant), so taking one more reference is sound.
+        unsafe { raw::sock_hold(self.as_ptr()) };
+        // INVARIANT: the reference taken above belongs to the new `SockRef`.
+        SockRef {
+            sk: NonNull::from(self),
+        }
+    }
+
+    /// An identity of the socket, stable while it lives (its address), for use as a key.
+    pub(crate) fn id(&self) -> usize {
+        self.as_ptr() as usize
+    }
+
+    /// `sock_recv_errqueue` for `MSG_ERRQUEUE` receives (level `SOL_IP`, type `IP_RECVERR`).
+    pub(crate) fn recv_errqueue(&self, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize> {
+        let len = ffi::c_int::try_from(len).unwrap_or(ffi::c_int::MAX);
+        // SAFETY: The sock is alive (type invariant) and `msg` is the msghdr of the current
+        // recvmsg call.
+        let r = unsafe {
+            raw::sock_recv_errqueue(self.as_ptr(), msg.as_ptr(), len, SOL_IP, IP_RECVERR)
+        };
+        if r < 0 {
+            Err(Error::from_errno(r))
+        } else {
+            Ok(r as usize)
+        }
+    }
+}
+
+/// `SOL_IP`, the level `MSG_ERRQUEUE` reports use for RDS (as C does).
+const SOL_IP: ffi::c_int = 0;
+/// `IP_RECVERR`, the cmsg type of those reports.
+const IP_RECVERR: ffi::c_int = 11;
+
+/// The `SOCK_*` flags of a `struct sock` that RDS looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum SockFlag {
+    /// `SOCK_RCVTSTAMP`: `SO_TIMESTAMP` is on.
+    RcvTstamp = raw::sock_flags_SOCK_RCVTSTAMP as u32,
+    /// `SOCK_TSTAMP_NEW`: the timestamp is to be reported in the 64-bit `SO_TIMESTAMP_NEW` form.
+    TstampNew = raw::sock_flags_SOCK_TSTAMP_NEW as u32,
+    /// `SOCK_ZEROCOPY`: `SO_ZEROCOPY` is on.
+    ZeroCopy = raw::sock_flags_SOCK_ZEROCOPY as u32,
+}
+
+/// A counted reference to a socket of family `F` (`sock_hold` / `sock_put`).
+///
+/// It keeps the `struct sock`, and so the family's state, alive; it does not keep the socket
+/// open (`release` may already have run).
+///
+/// # Invariants
+///
+/// `sk` points to a live socket of family `F` on which this object owns one reference.
+pub(crate) struct SockRef<F: Family> {
+    sk: NonNull<Sock<F>>,
+}
+
+// SAFETY: A `SockRef` is a counted pointer to a `Sock`, which is `Send + Sync`; dropping the
+// reference (`sock_put`) is allowed from any thread in process context.
+unsafe impl<F: Family> Send for SockRef<F> {}
+// SAFETY: `&SockRef` only gives `&Sock`, which is `Sync`.
+unsafe impl<F: Family> Sync for SockRef<F> {}
+
+impl<F: Family> core::ops::Deref for SockRef<F> {
+    type Target = Sock<F>;
+
+    fn deref(&self) -> &Sock<F> {
+        // SAFETY: By the type invariant the socket is alive while this reference exists.
+        unsafe { self.sk.as_ref() }
+    }
+}
+
+impl<F: Family> Clone for SockRef<F> {
+    fn clone(&self) -> Self {
+        self.to_ref()
+    }
+}
+
+impl<F: Family> Drop for SockRef<F> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant this object owns one reference, dropped exactly once
+        // here. The last `sock_put` runs `destruct_callback`, which only drops the state.
+        unsafe { raw::sock_put(self.sk.as_ref().as_ptr()) };
+    }
+}
+
+/// A timeout in jiffies, as the socket layer stores `SO_SNDTIMEO` and `SO_RCVTIMEO`
+/// (`MAX_SCHEDULE_TIMEOUT` for none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Timeout(i64);
+
+impl Timeout {
+    /// Wait as long as it takes (`MAX_SCHEDULE_TIMEOUT`).
+    pub(crate) const FOREVER: Timeout = Timeout(i64::MAX);
+
+    /// Whether the caller asked not to wait at all.
+    pub(crate) fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// How a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitOutcome {
+    /// The condition held; the time left.
+    Ready(Timeout),
+    /// The time ran out first.
+    TimedOut,
+    /// A signal arrived (`ERESTARTSYS`, which the syscall layer turns into `EINTR` or a
+    /// restart).
+    Interrupted,
+}
+
+impl WaitOutcome {
+    fn from_raw(r: i64) -> Self {
+        match r {
+            0 => WaitOutcome::TimedOut,
+            r if r < 0 => WaitOutcome::Interrupted,
+            r => WaitOutcome::Ready(Timeout(r)),
+        }
+    }
+}
+
+/// `ERESTARTSYS`: a blocking call interrupted by a signal.
+pub(crate) fn erestartsys() -> Error {
+    ERESTARTSYS
+}
+
+/// Calls the closure behind `arg` for the C wait helpers.
+///
+/// # Safety
+///
+/// `arg` points to a live `C` that nothing else uses during the call.
+unsafe extern "C" fn cond_trampoline<C: FnMut() -> bool>(arg: *mut c_void) -> bool {
+    // SAFETY: Per the function's safety requirements.
+    let cond = unsafe { &mut *arg.cast::<C>() };
+    cond()
+}
+
+/// A wait queue (`wait_queue_head_t`) of the module's own, such as the one tasks blocked on a
+/// congested destination sleep on.
+#[pin_data]
+pub(crate) struct WaitQueue {
+    #[pin]
+    wq: Opaque<raw::wait_queue_head>,
+}
+
+// SAFETY: A wait queue is designed to be used from any thread; it has its own lock.
+unsafe impl Sync for WaitQueue {}
+// SAFETY: As above; it is pinned and never moved once initialised.
+unsafe impl Send for WaitQueue {}
+
+impl WaitQueue {
+    /// Creates an empty wait queue.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `init_waitqueue_head` initialises the head in place; it is pinned.
+            wq <- Opaque::ffi_init(|p| unsafe { raw::rds_rs_wq_init(p) }),
+        })
+    }
+
+    /// Wakes every task waiting on the queue.
+    pub(crate) fn wake_all(&self) {
+        // SAFETY: The queue was initialised by `new`.
+        unsafe { raw::rds_rs_wq_wake(self.wq.get()) }
+    }
+
+    /// Sleeps until `cond` holds, `timeo` runs out or a signal arrives. `cond` must not sleep
+    /// (it runs with the task state set to sleeping).
+    pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
+        let mut cond = cond;
+        // SAFETY: The queue was initialised by `new`; `arg` points at `cond`, which outlives
+        // the call.
+        let r = unsafe {
+            raw::rds_rs_wq_wait(
+                self.wq.get(),
+                timeo.0 as ffi::c_long,
+                Some(cond_trampoline::<C>),
+                ptr::addr_of_mut!(cond).cast(),
+            )
+        };
+        WaitOutcome::from_raw(r as i64)
+    }
+}
+
+/// The arguments of a `proto_ops::poll` call.
+pub(crate) struct PollCtx<'a> {
+    file: *mut raw::file,
+    sock: *mut raw::socket,
+    table: *mut raw::poll_table_struct,
+    _call: PhantomData<&'a ()>,
+}
+
+impl PollCtx<'_> {
+    /// Registers the socket's own wait queue (`sock_poll_wait`).
+    pub(crate) fn wait_on_socket(&self) {
+        // SAFETY: The pointers are the arguments of the current poll call.
+        unsafe { raw::rds_rs_sock_poll_wait(self.file, self.sock, self.table) }
+    }
+
+    /// Registers another wait queue (`poll_wait`). The queue must outlive every poller, which a
+    /// queue owned by the family's shared state does (sockets pin the module).
+    pub(crate) fn wait_on(&self, wq: &WaitQueue) {
+        // SAFETY: The pointers are the arguments of the current poll call; the queue is
+        // initialised and outlives the socket's pollers (see above).
+        unsafe { raw::rds_rs_poll_wait(self.file, wq.wq.get(), self.table) }
+    }
+}
+
+/// The `struct msghdr` of a `sendmsg` or `recvmsg` call.
+pub(crate) struct MsgHdr<'a> {
+    msg: *mut raw::msghdr,
+    _call: PhantomData<&'a mut ()>,
+}
+
+impl MsgHdr<'_> {
+    fn as_ptr(&self) -> *mut raw::msghdr {
+        self.msg
+    }
+
+    /// The flags of a `sendmsg` call (`msg_flags`, set by the socket layer from the call's
+    /// flags).
+    pub(crate) fn flags(&self) -> i32 {
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        unsafe { raw::rds_rs_msg_flags(self.msg) }
+    }
+
+    /// Adds to the `msg_flags` returned by a `recvmsg` call (`MSG_TRUNC`, ...).
+    pub(crate) fn add_flags(&mut self, flags: i32) {
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        unsafe { raw::rds_rs_msg_add_flags(self.msg, flags) }
+    }
+
+    /// The destination address of a `sendmsg` (already copied into the kernel), if any.
+    pub(crate) fn name(&self) -> Option<&[u8]> {
+        let mut len: c_int = 0;
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
+        if p.is_null() || len <= 0 {
+            return None;
+        }
+        // SAFETY: For sendmsg the socket layer copied `msg_namelen` bytes (at most
+        // `sizeof(struct sockaddr_storage)`) into a kernel buffer at `msg_name`, valid for the
+        // call.
+        Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len as usize) })
+    }
+
+    /// Whether `recvmsg`'s caller asked for the sender's address.
+    pub(crate) fn wants_name(&self) -> bool {
+        let mut len: c_int = 0;
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        !unsafe { raw::rds_rs_msg_name(self.msg, &mut len) }.is_null()
+    }
+
+    /// Sets the sender's address of a `recvmsg` (`msg_name`, `msg_namelen`). Does nothing when
+    /// the caller did not ask for it. At most [`GETNAME_LEN`] bytes are written.
+    pub(crate) fn set_name(&mut self, addr: &[u8]) {
+        let mut len: c_int = 0;
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
+        if p.is_null() {
+            return;
+        }
+        let n = addr.len().min(GETNAME_LEN);
+        // SAFETY: For recvmsg, a non-null `msg_name` points to a kernel
+        // `struct sockaddr_storage` (128 bytes >= GETNAME_LEN) that the socket layer copies
+        // out afterwards.
+        unsafe {
+            ptr::copy_nonoverlapping(addr.as_ptr(), p.cast::<u8>(), n);
+            raw::rds_rs_msg_set_namelen(self.msg, n as c_int);
+        }
+    }
+
+    /// The control messages of a `sendmsg`, in kernel memory (empty when there are none).
+    pub(crate) fn control(&self) -> &[u8] {
+        let mut len: usize = 0;
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        let p = unsafe { raw::rds_rs_msg_kernel_control(self.msg, &mut len) };
+        if p.is_null() || len == 0 {
+            return &[];
+        }
+        // SAFETY: The helper returns a kernel buffer of `len` bytes (copied in by the socket
+        // layer), valid for the call.
+        unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) }
+    }
+
+    /// Bytes left in the data iterator.
+    pub(crate) fn data_left(&self) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        unsafe { raw::rds_rs_msg_left(self.msg) }
+    }
+
+    /// Copies payload from the caller's iovecs into `dst` (`copy_from_iter`); returns the bytes
+    /// copied, short when user memory faults.
+    pub(crate) fn copy_from_user(&mut self, dst: &mut [MaybeUninit<u8>]) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call and `dst` is valid for writes
+        // of its length; `copy_from_iter` writes at most that many bytes.
+        unsafe { raw::rds_rs_msg_copy_from(self.msg, dst.as_mut_ptr().cast(), dst.len()) }
+    }
+
+    /// Copies `len` bytes of payload from the caller's iovecs into a new kernel buffer;
+    /// `EFAULT` when user memory faults.
+    pub(crate) fn copy_payload(&mut self, len: usize) -> Result<KVVec<u8>> {
+        let mut v = KVVec::with_capacity(len, GFP_KERNEL)?;
+        let dst = v.spare_capacity_mut().get_mut(..len).ok_or(ENOMEM)?;
+        if self.copy_from_user(dst) != len {
+            return Err(EFAULT);
+        }
+        // SAFETY: `copy_from_user` initialised all of the first `len` elements (it copied
+        // exactly `len` bytes into them), and `len` is within the capacity.
+        unsafe { v.set_len(len) };
+        Ok(v)
+    }
+
+    /// Copies `src` to the caller's iovecs (`copy_to_iter`); returns the bytes copied, short
+    /// when user memory faults or the iovecs are full.
+    pub(crate) fn copy_to_user(&mut self, src: &[u8]) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call and `src` valid for reads.
+        unsafe { raw::rds_rs_msg_copy_to(self.msg, src.as_ptr().cast(), src.len()) }
+    }
+
+    /// Undoes the last `n` bytes of copying (`iov_iter_revert`).
+    pub(crate) fn revert(&mut self, n: usize) {
+        // SAFETY: `msg` is the valid msghdr of the current call; callers revert only what
+        // they copied.
+        unsafe { raw::rds_rs_msg_revert(self.msg, n) }
+    }
+
+    /// Appends a control message to a `recvmsg` (`put_cmsg`): sets `MSG_CTRUNC` when it does
+    /// not fit, fails with `EFAULT` when the user buffer cannot be written.
+    pub(crate) fn put_cmsg(&mut self, level: i32, kind: i32, data: &[u8]) -> Result {
+        let len = ffi::c_int::try_from(data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: `msg` is the valid msghdr of the current call; `put_cmsg` reads `len` bytes
+        // of `data`.
+        to_result(unsafe {
+            raw::put_cmsg(self.msg, level, kind, len, data.as_ptr().cast_mut().cast())
+        })
+    }
 }
 
 /// The C tables of one socket family.
@@ -289,8 +832,9 @@ impl<F: Family> Registration<F> {
             getsockopt: Some(getsockopt_callback::<F>),
             listen: Some(raw::sock_no_listen),
             shutdown: Some(raw::sock_no_shutdown),
-            sendmsg: Some(raw::sock_no_sendmsg),
-            recvmsg: Some(raw::sock_no_recvmsg),
+            sendmsg: Some(sendmsg_callback::<F>),
+            recvmsg: Some(recvmsg_callback::<F>),
+            poll: Some(poll_callback::<F>),
             mmap: Some(raw::sock_no_mmap),
             ..Default::default()
         };
@@ -419,6 +963,8 @@ unsafe extern "C" fn create_callback<F: Family>(
             // INVARIANT: `state` now belongs to the socket until `destruct_callback`.
             (*sk.cast::<SockMem>()).state = state.into_foreign();
         }
+        // SAFETY: The socket is complete and `sock` holds a reference to it for the call.
+        F::created(unsafe { Sock::<F>::from_raw(sk) });
         Ok(0)
     })
 }
@@ -434,10 +980,9 @@ unsafe extern "C" fn release_callback<F: Family>(sock: *mut raw::socket) -> c_in
     if sk.is_null() {
         return 0;
     }
-    // SAFETY: `sock` is a socket of `F` with `sk` set, and its state stays valid until
-    // `destruct_callback`, which cannot run before the `sock_put` below.
-    let (_, state) = unsafe { state::<F>(sock) };
-    F::release(state);
+    // SAFETY: `sk` is a socket of `F` and `sock` holds its reference until the `sock_put`
+    // below.
+    F::release(unsafe { Sock::<F>::from_raw(sk) });
     // SAFETY: `sk` is valid and this function owns the reference the socket holds on it; after
     // detaching it from `sock` that reference is dropped exactly once.
     unsafe {
@@ -469,33 +1014,15 @@ unsafe extern "C" fn destruct_callback<F: Family>(sk: *mut raw::sock) {
     unsafe { (*mem).state = ptr::null() };
 }
 
-/// Borrows the Rust state of a socket of family `F`.
+/// Borrows the socket of a `proto_ops` call.
 ///
 /// # Safety
 ///
-/// `sock` is a valid socket of family `F` whose file is open (so `sock->sk` is set and its
-/// state lives at least as long as the returned reference is used, within the calling
-/// `proto_ops` callback).
-unsafe fn state<'a, F: Family>(sock: *mut raw::socket) -> (*mut raw::sock, Pin<&'a F::Socket>) {
-    // SAFETY: Per the function's safety requirements `sock` is valid and `sk` is set; by the
-    // type invariant of `SockMem`, `state` came from `into_foreign` for `F` and stays valid
-    // until `destruct_callback`, which cannot run while the socket's file is open.
-    unsafe {
-        let sk = (*sock).sk;
-        let state = (*sk.cast::<SockMem>()).state;
-        (sk, <Pin<KBox<F::Socket>> as ForeignOwnable>::borrow(state))
-    }
-}
-
-/// The namespace of a socket.
-///
-/// # Safety
-///
-/// `sk` is a valid `struct sock`.
-unsafe fn net_of(sk: *mut raw::sock) -> NetId {
-    // SAFETY: `sk` is valid per the function's safety requirements; `sock_net` only reads its
-    // namespace pointer.
-    NetId(unsafe { raw::sock_net(sk) } as usize)
+/// `sock` is a valid socket of family `F` whose file is open, so `sock->sk` is set and stays
+/// alive for the duration of the calling `proto_ops` callback, which bounds `'a`.
+unsafe fn sock_of<'a, F: Family>(sock: *mut raw::socket) -> &'a Sock<F> {
+    // SAFETY: Per the function's safety requirements.
+    unsafe { Sock::from_raw((*sock).sk) }
 }
 
 /// Views a socket address the socket layer copied into the kernel as bytes.
@@ -525,12 +1052,10 @@ unsafe extern "C" fn bind_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (sk, socket) = unsafe { state::<F>(sock) };
+        let s = unsafe { sock_of::<F>(sock) };
         // SAFETY: As above.
         let addr = unsafe { addr_bytes(addr, addr_len)? };
-        // SAFETY: `sk` is the valid sock of an open socket.
-        let net = unsafe { net_of(sk) };
-        F::bind(socket, net, addr)?;
+        F::bind(s, addr)?;
         Ok(0)
     })
 }
@@ -548,10 +1073,10 @@ unsafe extern "C" fn connect_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (_, socket) = unsafe { state::<F>(sock) };
+        let s = unsafe { sock_of::<F>(sock) };
         // SAFETY: As above.
         let addr = unsafe { addr_bytes(addr, addr_len)? };
-        F::connect(socket, addr)?;
+        F::connect(s, addr)?;
         Ok(0)
     })
 }
@@ -569,9 +1094,9 @@ unsafe extern "C" fn getname_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (_, socket) = unsafe { state::<F>(sock) };
+        let s = unsafe { sock_of::<F>(sock) };
         let mut out = [0u8; GETNAME_LEN];
-        let len = F::getname(socket, peer != 0, &mut out)?;
+        let len = F::getname(s, peer != 0, &mut out)?;
         let len = len.min(GETNAME_LEN);
         // SAFETY: `addr` is writable for at least `GETNAME_LEN >= len` bytes.
         unsafe { ptr::copy_nonoverlapping(out.as_ptr(), addr.cast::<u8>(), len) };
@@ -594,14 +1119,12 @@ unsafe extern "C" fn setsockopt_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (sk, socket) = unsafe { state::<F>(sock) };
-        // SAFETY: `sk` is the valid sock of an open socket.
-        let net = unsafe { net_of(sk) };
+        let s = unsafe { sock_of::<F>(sock) };
         let val = OptVal {
             ptr: optval,
             len: optlen,
         };
-        F::setsockopt(socket, net, level, optname, &val)?;
+        F::setsockopt(s, level, optname, &val)?;
         Ok(0)
     })
 }
@@ -621,13 +1144,12 @@ unsafe extern "C" fn getsockopt_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (_, socket) = unsafe { state::<F>(sock) };
+        let s = unsafe { sock_of::<F>(sock) };
         let out = OptOut {
             val: optval as UserPtr,
             len: optlen as UserPtr,
         };
-        F::getsockopt(socket, level, optname, &out)?;
-        Ok(0)
+        F::getsockopt(s, level, optname, &out)
     })
 }
 
@@ -643,10 +1165,80 @@ unsafe extern "C" fn ioctl_callback<F: Family>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
-        let (_, socket) = unsafe { state::<F>(sock) };
-        F::ioctl(socket, cmd, arg as UserPtr)?;
+        let s = unsafe { sock_of::<F>(sock) };
+        F::ioctl(s, cmd, arg as UserPtr)?;
         Ok(0)
     })
+}
+
+/// Converts a byte count into a `proto_ops` return value.
+fn byte_count(n: usize) -> Result<c_int> {
+    c_int::try_from(n).map_err(|_| EINVAL)
+}
+
+/// `proto_ops::sendmsg`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and the call's valid `msg`.
+unsafe extern "C" fn sendmsg_callback<F: Family>(
+    sock: *mut raw::socket,
+    msg: *mut raw::msghdr,
+    len: usize,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let s = unsafe { sock_of::<F>(sock) };
+        let mut m = MsgHdr {
+            msg,
+            _call: PhantomData,
+        };
+        byte_count(F::sendmsg(s, &mut m, len)?)
+    })
+}
+
+/// `proto_ops::recvmsg`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F` and the call's valid `msg`.
+unsafe extern "C" fn recvmsg_callback<F: Family>(
+    sock: *mut raw::socket,
+    msg: *mut raw::msghdr,
+    len: usize,
+    flags: c_int,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's safety requirements.
+        let s = unsafe { sock_of::<F>(sock) };
+        let mut m = MsgHdr {
+            msg,
+            _call: PhantomData,
+        };
+        byte_count(F::recvmsg(s, &mut m, len, flags)?)
+    })
+}
+
+/// `proto_ops::poll`.
+///
+/// # Safety
+///
+/// Called by the socket layer with an open socket of family `F`, its file and a poll table
+/// (possibly null).
+unsafe extern "C" fn poll_callback<F: Family>(
+    file: *mut raw::file,
+    sock: *mut raw::socket,
+    table: *mut raw::poll_table_struct,
+) -> raw::__poll_t {
+    // SAFETY: Per the function's safety requirements.
+    let s = unsafe { sock_of::<F>(sock) };
+    let ctx = PollCtx {
+        file,
+        sock,
+        table,
+        _call: PhantomData,
+    };
+    F::poll(s, &ctx)
 }
 
 /// A random `u16` from the kernel's RNG (`get_random_u16`).
@@ -693,4 +1285,19 @@ pub(crate) fn eprototype() -> Error {
 /// `ENOTCONN`, which `kernel::error::code` does not provide.
 pub(crate) fn enotconn() -> Error {
     errno(raw::ENOTCONN as i32)
+}
+
+/// `EMSGSIZE`, which `kernel::error::code` does not provide.
+pub(crate) fn emsgsize() -> Error {
+    errno(raw::EMSGSIZE as i32)
+}
+
+/// `ETIMEDOUT`, which `kernel::error::code` does not provide.
+pub(crate) fn etimedout() -> Error {
+    errno(raw::ETIMEDOUT as i32)
+}
+
+/// `ENOBUFS`, which `kernel::error::code` does not provide.
+pub(crate) fn enobufs() -> Error {
+    errno(raw::ENOBUFS as i32)
 }

@@ -2,19 +2,21 @@
 
 //! The table of bound RDS sockets.
 //!
-//! C counterpart: `net/rds/bind.c` (`rds_add_bound`, `rds_remove_bound`).
+//! C counterpart: `net/rds/bind.c` (`rds_add_bound`, `rds_remove_bound`, `rds_find_bound`).
 //!
 //! A binding is keyed by network namespace, address, port and IPv6 scope id. C RDS keys its
 //! table without the namespace, so there two namespaces cannot bind the same address and port;
-//! here bindings are per namespace (see `Documentation/differences-from-c.md`).
+//! here bindings are per namespace (see `Documentation/differences-from-c.md`). The table holds
+//! a reference to each bound socket, dropped when the socket unbinds at close.
 
-use crate::bindings::net::{eaddrinuse, random_u16, NetId};
+use crate::bindings::net::{eaddrinuse, random_u16, NetId, SockRef};
 use crate::proto::{bind_candidates, SockAddr, PROBE_PORT};
+use crate::socket::Rds;
 use kernel::{
-    new_mutex,
+    new_spinlock,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::Mutex,
+    sync::SpinLock,
 };
 
 /// The key of one binding.
@@ -27,25 +29,25 @@ pub(crate) struct BindKey {
 
 /// All bindings of all RDS sockets.
 ///
-/// Lock order: `RdsSocket::inner` before `BindTable::bound`.
+/// Lock order: `RdsSocket::inner` before `BindTable::bound`; nothing is taken inside `bound`.
 #[pin_data]
 pub(crate) struct BindTable {
     #[pin]
-    bound: Mutex<RBTree<BindKey, ()>>,
+    bound: SpinLock<RBTree<BindKey, SockRef<Rds>>>,
 }
 
 impl BindTable {
     /// Creates an empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            bound <- new_mutex!(RBTree::new(), "BindTable::bound"),
+            bound <- new_spinlock!(RBTree::new(), "BindTable::bound"),
         })
     }
 
-    /// Binds `addr` in `net`: the requested port, or for port 0 the first free port of a
-    /// random search. Fails with `EINVAL` for the probe port and `EADDRINUSE` when the port
-    /// (or, for port 0, every port) is taken.
-    pub(crate) fn bind(&self, net: NetId, addr: SockAddr) -> Result<BindKey> {
+    /// Binds `sock` to `addr` in `net`: the requested port, or for port 0 the first free port
+    /// of a random search. Fails with `EINVAL` for the probe port and `EADDRINUSE` when the
+    /// port (or, for port 0, every port) is taken.
+    pub(crate) fn bind(&self, net: NetId, addr: SockAddr, sock: SockRef<Rds>) -> Result<BindKey> {
         if addr.port == PROBE_PORT {
             return Err(EINVAL);
         }
@@ -58,15 +60,24 @@ impl BindTable {
                 addr: SockAddr { port, ..addr },
             };
             if bound.get(&key).is_none() {
-                bound.insert(node.into_node(key, ()));
+                bound.insert(node.into_node(key, sock));
                 return Ok(key);
             }
         }
+        drop(bound);
+        drop(sock);
         Err(eaddrinuse())
     }
 
     /// Removes a binding made by [`BindTable::bind`].
     pub(crate) fn unbind(&self, key: &BindKey) {
-        self.bound.lock().remove(key);
+        let sock = self.bound.lock().remove(key);
+        // The reference is dropped outside the lock.
+        drop(sock);
+    }
+
+    /// The socket bound to `addr` in `net`, if any (C: `rds_find_bound`).
+    pub(crate) fn find(&self, net: NetId, addr: SockAddr) -> Option<SockRef<Rds>> {
+        self.bound.lock().get(&BindKey { net, addr }).cloned()
     }
 }

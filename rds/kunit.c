@@ -14,6 +14,8 @@
 int rds_rs_kunit_header_roundtrip(void);
 int rds_rs_kunit_header_checksum(void);
 int rds_rs_kunit_header_ext(void);
+int rds_rs_kunit_cmsg(void);
+int rds_rs_kunit_recv_account(void);
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -28,6 +30,16 @@ static void header_checksum(struct kunit *test)
 static void header_ext(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_header_ext());
+}
+
+static void cmsg_walk(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_cmsg());
+}
+
+static void recv_account(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_recv_account());
 }
 
 static void socket_seqpacket(struct kunit *test)
@@ -68,6 +80,8 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(header_roundtrip),
 	KUNIT_CASE(header_checksum),
 	KUNIT_CASE(header_ext),
+	KUNIT_CASE(cmsg_walk),
+	KUNIT_CASE(recv_account),
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),

@@ -6,7 +6,11 @@
 //! exercise, to catch differences between the kernel and host builds (target, flags, `core`).
 //! A case returns 0 on success, or the number of the first check that failed.
 
-use crate::proto::{verify_checksum, Ext, Header, HeaderError, FLAG_ACK_REQUIRED, HEADER_LEN};
+use crate::proto::{
+    cmsg_space, cmsgs, encode_cmsg, scan_send_cmsgs, verify_checksum, CmsgError, CongChange, Ext,
+    Header, HeaderError, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN, RDS_CMSG_RDMA_ARGS,
+    RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
+};
 use kernel::ffi::c_int;
 
 /// Runs checks in order and returns the 1-based index of the first that fails, or 0.
@@ -80,5 +84,46 @@ extern "C" fn rds_rs_kunit_header_ext() -> c_int {
         exts.next() == Some(Ok(Ext::Version(0x0301))),
         exts.next().is_none(),
         h.add_ext(Ext::RdmaDest { rkey: 1, offset: 2 }).is_err(),
+    ])
+}
+
+#[no_mangle]
+extern "C" fn rds_rs_kunit_cmsg() -> c_int {
+    let mut buf = [0u8; 64];
+    let a = encode_cmsg(SOL_SOCKET, 1, &[1, 2, 3, 4], &mut buf).unwrap_or(0);
+    let b = encode_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &[0; 8], &mut buf[a..]).unwrap_or(0);
+    let both = &buf[..a + b];
+    let mut it = cmsgs(both);
+    let first = it.next();
+    let second = it.next();
+    let mut short = [0u8; 16];
+    short[0] = 8; // cmsg_len 8 < sizeof(struct cmsghdr)
+    let mut mixed = [0u8; 128];
+    let c = encode_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &[0; 8], &mut mixed).unwrap_or(0);
+    let d = encode_cmsg(SOL_RDS, RDS_CMSG_RDMA_ARGS, &[0; 72], &mut mixed[c..]).unwrap_or(0);
+    first_failure(&[
+        a == cmsg_space(4) && b == cmsg_space(8),
+        matches!(first, Some(Ok(m)) if m.level == SOL_SOCKET && m.data == [1, 2, 3, 4]),
+        matches!(second, Some(Ok(m)) if m.kind == RDS_CMSG_RDMA_DEST && m.data.len() == 8),
+        it.next().is_none(),
+        matches!(cmsgs(&short).next(), Some(Err(CmsgError::Inval))),
+        scan_send_cmsgs(both, false).is_ok_and(|s| s.rdma_dest == 1),
+        scan_send_cmsgs(&mixed[..c + d], false) == Err(CmsgError::Inval),
+        scan_send_cmsgs(&[], true) == Err(CmsgError::Inval),
+    ])
+}
+
+#[no_mangle]
+extern "C" fn rds_rs_kunit_recv_account() -> c_int {
+    let mut a = RecvAccount::default();
+    let rcvbuf = 1000;
+    first_failure(&[
+        a.add(600, rcvbuf) == CongChange::None,
+        a.add(600, rcvbuf) == CongChange::Congested,
+        a.remove(600, rcvbuf) == CongChange::None,
+        a.remove(200, rcvbuf) == CongChange::Uncongested,
+        a.remove(400, rcvbuf) == CongChange::None,
+        a.bytes == 0 && !a.congested,
+        a.remove(5, rcvbuf) == CongChange::None && a.bytes == 0,
     ])
 }

@@ -3,24 +3,39 @@
 //! rds_rs: Reliable Datagram Sockets (`AF_RDS`) in Rust.
 //!
 //! The crate root of `rds_rs.ko`: the module declaration, the list of the core's modules and the
-//! order in which they are set up. The design is described in `Documentation/design.md`.
+//! order in which they are set up and torn down. The design is described in
+//! `Documentation/design.md`.
 //!
 //! Layout:
 //! - `bindings` (from `bindings/`): the only code that touches C, with thin safe wrappers.
 //! - `proto` (from `proto/src/`): pure, `no_std` protocol logic shared with host tests.
-//! - [`socket`]: the `AF_RDS` socket family.
+//! - [`socket`]: the `AF_RDS` socket family and the state shared by all sockets.
 //! - [`bind`]: the table of bound sockets.
+//! - [`send`], [`recv`]: the data path; [`message`]: messages in both directions.
+//! - [`conn`]: connections and their send queues; [`transport`]: the transport interface;
+//!   `rds_loop` (from `rds_loop/`): the loopback transport.
+//! - [`cong`]: congestion maps; [`info`]: the `RDS_INFO_*` getsockopts; [`stats`]: counters.
 //! - [`kunit`]: the Rust side of the module's KUnit suite (`rds/kunit.c`).
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 mod bind;
 #[path = "../bindings/bindings.rs"]
 mod bindings;
+mod cong;
+mod conn;
+mod info;
 mod kunit;
+mod message;
 #[path = "../proto/src/proto.rs"]
 pub mod proto;
+#[path = "../rds_loop/rds_loop.rs"]
+mod rds_loop;
+mod recv;
+mod send;
 mod socket;
+mod stats;
+mod transport;
 
 module! {
     type: RdsModule,
@@ -30,26 +45,46 @@ module! {
     license: "GPL",
 }
 
-/// The loaded module: owns every registration.
+/// The loaded module: owns every registration and the core's shared state.
 ///
-/// Rust drops fields in declaration order, so fields are declared in the reverse of the order
-/// `init` sets them up. The family registration comes last in `init` (see
-/// [`bindings::net::Registration::new`]) and so first here.
+/// Teardown order (see [`Drop`]): the socket family first (no socket can exist at unload, and
+/// none can be created afterwards), then the namespace hook (unregistering it destroys the
+/// connections of every namespace), then the workqueue is drained, so that the last
+/// reference to the shared state is the module's own.
 struct RdsModule {
-    _family: bindings::net::Registration<socket::Rds>,
+    family: Option<bindings::net::Registration<socket::Rds>>,
+    pernet: Option<bindings::sys::PernetRegistration<socket::Shared>>,
+    sysctl: Option<bindings::sys::SysctlRegistration>,
+    shared: Arc<socket::Shared>,
 }
 
 impl kernel::Module for RdsModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let shared = socket::Shared::new()?;
-        let family =
-            bindings::net::Registration::<socket::Rds>::new(module, shared).inspect_err(|e| {
+        let sysctl = bindings::sys::SysctlRegistration::new()?;
+        let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
+        let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
+            .inspect_err(|e| {
                 pr_err!(
                     "cannot register PF_RDS ({:?}); is another RDS module loaded?\n",
                     e.to_errno()
                 )
             })?;
         pr_info!("PF_RDS registered\n");
-        Ok(Self { _family: family })
+        Ok(Self {
+            family: Some(family),
+            pernet: Some(pernet),
+            sysctl: Some(sysctl),
+            shared,
+        })
+    }
+}
+
+impl Drop for RdsModule {
+    fn drop(&mut self) {
+        drop(self.family.take());
+        drop(self.pernet.take());
+        self.shared.wq.drain();
+        drop(self.sysctl.take());
     }
 }

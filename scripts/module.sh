@@ -16,7 +16,7 @@ dest=$top/target/kmod/$(basename "$kdir")
 mkdir -p "$dest"
 rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
   --exclude '*.mod*' --exclude 'modules.order' --exclude 'Module.symvers' --exclude '*.d' \
-  --include 'Kbuild' --include 'rds/***' --include 'bindings/***' \
+  --include 'Kbuild' --include 'rds/***' --include 'rds_loop/***' --include 'bindings/***' \
   --include 'proto/' --include 'proto/src/***' --exclude '*' \
   "$top/" "$dest/"
 

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `RDS_INFO_*` getsockopts: counters, connections, queued messages, sockets.
+//!
+//! C counterpart: `net/rds/info.c` (`rds_info_getsockopt`) and the info functions of
+//! `af_rds.c`, `connection.c` and `stats.c`.
+//!
+//! Protocol, as in C: `optlen` is the caller's buffer size; a buffer too small for every record
+//! fails with `ENOSPC` and sets `optlen` to the size needed (a probe with `optlen` 0 does the
+//! same, or succeeds when there is nothing to report); otherwise the records are copied,
+//! `optlen` is set to their total size and the call returns the size of one record. The
+//! records are C's packed structs ([`crate::proto`] encodes them). Only the caller's network
+//! namespace is reported. The transport-specific tables (TCP sockets, IB connections) belong
+//! to transports rds_rs does not have yet, so they answer `ENOPROTOOPT`, as C does when those
+//! transports are not loaded.
+
+use crate::bindings::net::{enoprotoopt, errno, NetId, OptOut, Sock};
+use crate::proto::{
+    check_info_request, encode_counter, info_outcome, Addr, ConnInfo, InfoOutcome, MsgInfo,
+    SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_SOCKET_LEN, INFO_CONNECTION_LEN,
+    INFO_COUNTER_LEN, INFO_MESSAGE_LEN, INFO_SOCKET_LEN, RDS6_INFO_CONNECTIONS,
+    RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES,
+    RDS6_INFO_SOCKETS, RDS_INFO_CONNECTIONS, RDS_INFO_CONNECTION_FLAG_CONNECTED,
+    RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_COUNTERS, RDS_INFO_RECV_MESSAGES,
+    RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS,
+};
+use crate::socket::{Rds, Shared};
+use crate::stats;
+use kernel::{alloc::Flags, prelude::*};
+
+/// `ENOSPC`.
+fn enospc() -> Error {
+    errno(28)
+}
+
+/// The records of one info request.
+struct Records {
+    /// Size of one record.
+    each: usize,
+    /// How many records exist (more than `bytes` holds when the buffer was too small).
+    nr: usize,
+    /// The encoded records that fit.
+    bytes: KVec<u8>,
+}
+
+impl Records {
+    fn new(each: usize) -> Self {
+        Self {
+            each,
+            nr: 0,
+            bytes: KVec::new(),
+        }
+    }
+
+    /// Counts a record and keeps it if `room` records fit.
+    fn add(&mut self, record: &[u8], room: usize, flags: Flags) -> Result {
+        self.nr += 1;
+        if self.nr <= room {
+            self.bytes.extend_from_slice(record, flags)?;
+        }
+        Ok(())
+    }
+}
+
+/// `getsockopt(SOL_RDS, RDS_INFO_*)`: `len` is the caller's `optlen`.
+pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut) -> Result<i32> {
+    check_info_request(len, out.addr() as u64).map_err(|e| errno(e.errno()))?;
+    let ulen = usize::try_from(len).map_err(|_| EINVAL)?;
+    // C pins the whole buffer first and fails with EAGAIN if it cannot.
+    if ulen > 0 && !out.writable(ulen) {
+        return Err(EAGAIN);
+    }
+    let shared = &*sock.state().shared;
+    let net = sock.net();
+    let recs = match optname {
+        RDS_INFO_COUNTERS => counters(ulen)?,
+        RDS_INFO_CONNECTIONS => connections(shared, net, ulen, false)?,
+        RDS6_INFO_CONNECTIONS => connections(shared, net, ulen, true)?,
+        RDS_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, false)?,
+        RDS6_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, true)?,
+        // Loopback keeps no messages for retransmission.
+        RDS_INFO_RETRANS_MESSAGES => Records::new(INFO_MESSAGE_LEN),
+        RDS6_INFO_RETRANS_MESSAGES => Records::new(INFO6_MESSAGE_LEN),
+        RDS_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, false)?,
+        RDS6_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, true)?,
+        RDS_INFO_SOCKETS => sockets(shared, net, ulen, false)?,
+        RDS6_INFO_SOCKETS => sockets(shared, net, ulen, true)?,
+        _ => return Err(enoprotoopt()),
+    };
+    match info_outcome(ulen, recs.each, recs.nr) {
+        InfoOutcome::Fits { each, total } => {
+            out.write(recs.bytes.get(..total).unwrap_or(&recs.bytes))?;
+            out.set_len(i32::try_from(total).map_err(|_| EINVAL)?)?;
+            i32::try_from(each).map_err(|_| EINVAL)
+        }
+        InfoOutcome::NoSpace { needed } => {
+            out.set_len(i32::try_from(needed).unwrap_or(i32::MAX))?;
+            Err(enospc())
+        }
+    }
+}
+
+/// `RDS_INFO_COUNTERS`: all or nothing (C: `rds_stats_info`).
+fn counters(len: usize) -> Result<Records> {
+    let mut r = Records::new(INFO_COUNTER_LEN);
+    let room = if len / INFO_COUNTER_LEN < stats::COUNT {
+        0
+    } else {
+        stats::COUNT
+    };
+    for (name, value) in stats::snapshot() {
+        r.add(&encode_counter(name, value), room, GFP_KERNEL)?;
+    }
+    Ok(r)
+}
+
+/// Whether an address is IPv4 (v4-mapped), as C's `c_isv6` and the v4 filters test.
+fn is_v4(a: &Addr) -> bool {
+    a.v4().is_some()
+}
+
+/// `RDS_INFO_CONNECTIONS` / `RDS6_INFO_CONNECTIONS` (C: `rds_conn_info`,
+/// `rds6_conn_info`): the IPv4 table leaves IPv6 connections out.
+fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    let each = if v6 {
+        INFO6_CONNECTION_LEN
+    } else {
+        INFO_CONNECTION_LEN
+    };
+    let mut r = Records::new(each);
+    let room = len / each;
+    let mut err = Ok(());
+    shared.conns.for_each(net, |c| {
+        if !v6 && !is_v4(&c.key.laddr) {
+            return;
+        }
+        let (next_tx_seq, next_rx_seq, sending) = c.seqs();
+        let mut flags = RDS_INFO_CONNECTION_FLAG_CONNECTED;
+        if sending {
+            flags |= RDS_INFO_CONNECTION_FLAG_SENDING;
+        }
+        let info = ConnInfo {
+            next_tx_seq,
+            next_rx_seq,
+            laddr: c.key.laddr,
+            faddr: c.key.faddr,
+            transport: c.transport.name(),
+            flags,
+            tos: c.key.tos,
+        };
+        let res = if v6 {
+            r.add(&info.encode_v6(), room, GFP_KERNEL)
+        } else {
+            r.add(&info.encode_v4(), room, GFP_KERNEL)
+        };
+        if res.is_err() {
+            err = res;
+        }
+    });
+    err.map(|()| r)
+}
+
+/// `RDS_INFO_SEND_MESSAGES` / `RDS6_INFO_SEND_MESSAGES` (C: `rds_conn_message_info_send`):
+/// messages still on their connections' send queues.
+fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    let each = if v6 {
+        INFO6_MESSAGE_LEN
+    } else {
+        INFO_MESSAGE_LEN
+    };
+    let mut r = Records::new(each);
+    let room = len / each;
+    let mut err = Ok(());
+    shared.conns.for_each(net, |c| {
+        if !v6 && !is_v4(&c.key.laddr) {
+            return;
+        }
+        // Under the connection's spinlock: no sleeping allocations.
+        c.for_each_queued(|m| {
+            let info = MsgInfo {
+                seq: m.seq(),
+                len: m.len,
+                laddr: c.key.laddr,
+                faddr: c.key.faddr,
+                lport: m.sport,
+                fport: m.dport,
+                flags: 0,
+                tos: c.key.tos,
+            };
+            let res = if v6 {
+                r.add(&info.encode_v6(), room, GFP_ATOMIC)
+            } else {
+                r.add(&info.encode_v4(), room, GFP_ATOMIC)
+            };
+            if res.is_err() {
+                err = res;
+            }
+        });
+    });
+    err.map(|()| r)
+}
+
+/// `RDS_INFO_RECV_MESSAGES` / `RDS6_INFO_RECV_MESSAGES` (C: `rds_sock_inc_info`): messages
+/// on receive queues; the IPv4 table covers sockets bound to IPv4 addresses only.
+fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    let each = if v6 {
+        INFO6_MESSAGE_LEN
+    } else {
+        INFO_MESSAGE_LEN
+    };
+    let mut r = Records::new(each);
+    let room = len / each;
+    let sockets = shared.sockets.lock();
+    for sock in sockets.values().filter(|s| s.net() == net) {
+        let s = sock.state();
+        // An unbound socket cannot have received anything.
+        let Some(bound) = s.inner.lock().bound.map(|k| k.addr) else {
+            continue;
+        };
+        if !v6 && !is_v4(&bound.addr) {
+            continue;
+        }
+        let d = s.data.lock();
+        for inc in d.recv_queue.iter() {
+            let info = MsgInfo {
+                seq: inc.seq,
+                len: inc.len,
+                laddr: bound.addr,
+                faddr: inc.saddr,
+                lport: inc.dport,
+                fport: inc.sport,
+                flags: 0,
+                tos: inc.tos,
+            };
+            if v6 {
+                r.add(&info.encode_v6(), room, GFP_ATOMIC)?;
+            } else {
+                r.add(&info.encode_v4(), room, GFP_ATOMIC)?;
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// `RDS_INFO_SOCKETS` / `RDS6_INFO_SOCKETS` (C: `rds_sock_info`, `rds6_sock_info`): all or
+/// nothing; the IPv4 table covers sockets bound to IPv4 addresses only.
+fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    let each = if v6 {
+        INFO6_SOCKET_LEN
+    } else {
+        INFO_SOCKET_LEN
+    };
+    let mut r = Records::new(each);
+    let sockets = shared.sockets.lock();
+    let mut infos = KVec::new();
+    for sock in sockets.values().filter(|s| s.net() == net) {
+        let inner = sock.state().inner.lock();
+        let bound = inner.bound.map(|k| k.addr).unwrap_or_default();
+        if !v6 && !is_v4(&bound.addr) {
+            continue;
+        }
+        let conn = inner.conn.unwrap_or_default();
+        infos.push(
+            SockInfo {
+                sndbuf: sock.sndbuf() / 2,
+                rcvbuf: sock.rcvbuf() / 2,
+                bound_addr: bound.addr,
+                connected_addr: conn.addr,
+                bound_port: bound.port,
+                connected_port: conn.port,
+                inum: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        drop(inner);
+        if let Some(last) = infos.last_mut() {
+            last.inum = sock.inode();
+        }
+    }
+    let room = if len / each < infos.len() {
+        0
+    } else {
+        infos.len()
+    };
+    for info in infos.iter() {
+        if v6 {
+            r.add(&info.encode_v6(), room, GFP_KERNEL)?;
+        } else {
+            r.add(&info.encode_v4(), room, GFP_KERNEL)?;
+        }
+    }
+    Ok(r)
+}

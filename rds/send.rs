@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending: `sendmsg`, send-buffer accounting, completion and cancellation.
+//!
+//! C counterpart: `net/rds/send.c` (`rds_sendmsg`, `rds_send_queue_rm`,
+//! `rds_send_remove_from_sock`, `rds_send_drop_to`, `rds_send_pong`).
+//!
+//! `sendmsg` checks its arguments in C's order (flags, destination, binding, control
+//! messages, sizes), copies the payload into a [`Message`] (the caller owns its buffer again
+//! when `sendmsg` returns), waits out congestion at the destination port, charges the
+//! socket's send buffer, queues the message on the connection and drains the queue. Each
+//! message counts against its sender's send buffer until [`complete`] settles it: delivered
+//! (or dropped by the receiving side), cancelled, or dropped with its connection.
+
+use crate::bindings::net::{
+    emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, MsgHdr, Sock, SockFlag,
+    WaitOutcome,
+};
+use crate::bindings::raw;
+use crate::conn::{Conn, ConnKey};
+use crate::message::{Message, MsgKind, Payload};
+use crate::proto::{
+    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs,
+    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
+};
+use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
+use crate::stats;
+use kernel::{alloc::KVVec, list::List, prelude::*, sync::Arc};
+
+/// The largest payload (data or RDMA) of one message (C: `RDS_MAX_MSG_SIZE`).
+pub(crate) const MAX_MSG_SIZE: usize = 1 << 20;
+
+const MSG_DONTWAIT: i32 = raw::MSG_DONTWAIT as i32;
+const MSG_CMSG_COMPAT: i32 = raw::MSG_CMSG_COMPAT as i32;
+const MSG_ZEROCOPY: i32 = raw::MSG_ZEROCOPY as i32;
+
+/// How a message left its sender's hands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Completion {
+    /// Delivered to the peer (or consumed there: no socket, dead socket, ping).
+    Success,
+    /// Cancelled by `RDS_CANCEL_SENT_TO` or by closing the socket.
+    Canceled,
+    /// Dropped with its connection.
+    Dropped,
+}
+
+/// `sendmsg(2)` on an RDS socket.
+pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize> {
+    let s = sock.state();
+    let flags = msg.flags();
+    if flags & !(MSG_DONTWAIT | MSG_CMSG_COMPAT | MSG_ZEROCOPY) != 0 {
+        return Err(eopnotsupp());
+    }
+    let nonblock = flags & MSG_DONTWAIT != 0;
+    let named = match msg.name() {
+        Some(name) => Some(parse_send_dest(name).map_err(addr_error)?),
+        None => None,
+    };
+    let route = s.route(named)?;
+
+    let control = msg.control();
+    let rdma = rdma_bytes(control).map_err(|e| errno(e.errno()))?;
+    let rdma = usize::try_from(rdma).unwrap_or(usize::MAX);
+    if len.max(rdma) > MAX_MSG_SIZE {
+        return Err(emsgsize());
+    }
+    let sndbuf = sock.sndbuf() / 2;
+    if len > sndbuf as usize {
+        return Err(emsgsize());
+    }
+    let zcopy = flags & MSG_ZEROCOPY != 0 && sock.flag(SockFlag::ZeroCopy);
+    if zcopy && route.transport != TransportKind::Tcp {
+        return Err(eopnotsupp());
+    }
+    let cmsgs =
+        scan_send_cmsgs(control, flags & MSG_ZEROCOPY != 0).map_err(|e| errno(e.errno()))?;
+
+    let payload = Payload::new(msg.copy_payload(len)?)?;
+    stats::add(Stat::CopyFromUser, len as u64);
+    let conn = s.conn_for(sock, &route)?;
+
+    // Control messages: RDMA arrives with issue 4; until then the loopback transport has no
+    // memory registrations (`RDMA_DEST` names none: EINVAL) and no RDMA or atomic operations
+    // (EOPNOTSUPP), as C's loopback transport answers.
+    if cmsgs.rdma_dest > 0 {
+        return Err(EINVAL);
+    }
+    if cmsgs.rdma_args > 0 || cmsgs.atomics > 0 || cmsgs.rdma_map > 0 {
+        return Err(eopnotsupp());
+    }
+    if cmsgs.zcopy_cookie {
+        // A cookie is only valid on a zero-copy send, which only TCP offers.
+        return Err(EINVAL);
+    }
+
+    wait_uncongested(sock, &conn, route.dest.port, nonblock)?;
+
+    let m = Message::new(
+        MsgKind::Data,
+        route.bound.port,
+        route.dest.port,
+        payload,
+        Some(sock.to_ref()),
+    )?;
+    let mlen = u64::from(m.len);
+    let mut admitted = false;
+    let mut admit = || {
+        if !admitted {
+            admitted = s.admit(mlen, sndbuf);
+        }
+        admitted
+    };
+    if !admit() {
+        loop {
+            stats::inc(Stat::SendQueueFull);
+            if nonblock {
+                return Err(EAGAIN);
+            }
+            match sock.wait(sock.sndtimeo(false), &mut admit) {
+                WaitOutcome::Ready(_) => break,
+                WaitOutcome::TimedOut => return Err(etimedout()),
+                WaitOutcome::Interrupted => return Err(erestartsys()),
+            }
+        }
+    }
+    if sndbuf_ack_required(s.snd_bytes(), sndbuf) {
+        m.set_ack_required();
+    }
+    conn.enqueue(m);
+    stats::inc(Stat::SendQueued);
+    conn.xmit_and_reschedule();
+    Ok(len)
+}
+
+/// Where a send goes: the socket's binding, the destination and the scope, the transport.
+pub(crate) struct Route {
+    /// The socket's bound address and port.
+    pub(crate) bound: SockAddr,
+    /// The destination (address, port, scope id).
+    pub(crate) dest: SockAddr,
+    /// The type of service.
+    pub(crate) tos: u8,
+    /// The socket's transport.
+    pub(crate) transport: TransportKind,
+}
+
+impl RdsSocket {
+    /// Works out where a send goes (C: the address part of `rds_sendmsg`): `named` is the
+    /// parsed `msg_name`, if the call had one.
+    fn route(&self, named: Option<SockAddr>) -> Result<Route> {
+        let inner = self.inner.lock();
+        let dest = match named {
+            Some(d) => d,
+            None => inner.conn.map_or(SockAddr::default(), |c| SockAddr {
+                scope_id: inner.scope_id,
+                ..c
+            }),
+        };
+        let (Some(key), Some(transport)) = (inner.bound, inner.transport) else {
+            return Err(crate::bindings::net::enotconn());
+        };
+        let bound = key.addr;
+        if dest.addr.is_any() {
+            return Err(crate::bindings::net::enotconn());
+        }
+        let scope_id = if named.is_some() {
+            check_send_dest(&dest, &bound).map_err(addr_error)?
+        } else {
+            dest.scope_id
+        };
+        Ok(Route {
+            bound,
+            dest: SockAddr { scope_id, ..dest },
+            tos: inner.tos,
+            transport,
+        })
+    }
+
+    /// The connection for a route: the socket's cached one if it matches, else one from the
+    /// table, which is then cached (C: `rs_conn`).
+    fn conn_for(&self, sock: &Sock<Rds>, route: &Route) -> Result<Arc<Conn>> {
+        if let Some(c) = self.inner.lock().conn_cache.as_ref() {
+            if c.key.faddr == route.dest.addr && c.key.tos == route.tos && !c.is_dead() {
+                return Ok(c.clone());
+            }
+        }
+        let key = ConnKey {
+            net: sock.net(),
+            laddr: route.bound.addr,
+            faddr: route.dest.addr,
+            tos: route.tos,
+        };
+        let conn = self
+            .shared
+            .conns
+            .get(&self.shared, key, route.transport.transport())?;
+        let old = self.inner.lock().conn_cache.replace(conn.clone());
+        drop(old);
+        Ok(conn)
+    }
+
+    /// Charges `len` bytes to the send buffer if it has room (C: `rds_send_queue_rm`: the
+    /// bytes already queued must be below `sndbuf`, so the last message may overshoot).
+    fn admit(&self, len: u64, sndbuf: u32) -> bool {
+        let mut d = self.data.lock();
+        if !sndbuf_admits(d.snd_bytes, sndbuf) {
+            return false;
+        }
+        d.snd_bytes = d.snd_bytes.saturating_add(len);
+        true
+    }
+
+    fn snd_bytes(&self) -> u64 {
+        self.data.lock().snd_bytes
+    }
+}
+
+/// Waits until `port` at the connection's destination is not congested (C: `rds_cong_wait`).
+fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) -> Result {
+    if !conn.fcong.test(port) {
+        return Ok(());
+    }
+    let s = sock.state();
+    if nonblock {
+        if s.data.lock().cong_monitor {
+            s.data.lock().cong_mask |= monitor_mask(port);
+            // An update may have come in meanwhile.
+            if !conn.fcong.test(port) {
+                return Ok(());
+            }
+        }
+        stats::inc(Stat::CongSendError);
+        s.data.lock().seen_congestion = true;
+        return Err(enobufs());
+    }
+    stats::inc(Stat::CongSendBlocked);
+    let waitq = s.shared.cong.waitq();
+    match waitq.wait(crate::bindings::net::Timeout::FOREVER, || {
+        !conn.fcong.test(port)
+    }) {
+        WaitOutcome::Ready(_) => Ok(()),
+        WaitOutcome::TimedOut | WaitOutcome::Interrupted => {
+            s.data.lock().seen_congestion = true;
+            Err(erestartsys())
+        }
+    }
+}
+
+/// Settles a message with its sender: the bytes leave the sender's send buffer and the sender
+/// is woken (C: `rds_send_remove_from_sock`). Only the first call for a message does anything.
+pub(crate) fn complete(msg: &Message, how: Completion) {
+    let Some(owner) = msg.take_owner() else {
+        return;
+    };
+    if how == Completion::Success {
+        stats::inc(Stat::SendDropAcked);
+    }
+    {
+        let mut d = owner.state().data.lock();
+        d.snd_bytes = d.snd_bytes.saturating_sub(u64::from(msg.len));
+        if d.snd_bytes == 0 {
+            stats::inc(Stat::SendQueueEmpty);
+        }
+    }
+    owner.wake();
+    // The reference to the sender is dropped here, outside every lock.
+    drop(owner);
+}
+
+/// Drops the socket's messages that are still queued, to `dest` (address and port) or to
+/// anyone (C: `rds_send_drop_to`, for `RDS_CANCEL_SENT_TO` and close).
+pub(crate) fn drop_to(sock: &Sock<Rds>, bound: Addr, dest: Option<(Addr, u16)>) {
+    let s = sock.state();
+    let mut dropped: List<Message> = List::new();
+    s.shared.conns.for_each(sock.net(), |conn| {
+        if conn.key.laddr != bound {
+            return;
+        }
+        if let Some((addr, _)) = dest {
+            if conn.key.faddr != addr {
+                return;
+            }
+        }
+        conn.remove_queued(
+            sock.id(),
+            |m| dest.map_or(true, |(_, port)| m.dport == port),
+            &mut dropped,
+        );
+    });
+    while let Some(m) = dropped.pop_front() {
+        complete(&m, Completion::Canceled);
+    }
+}
+
+/// Answers a ping: a 0-byte message from port 0 back to the pinger (C: `rds_send_pong`).
+/// `conn` is the pinged side's connection to the pinger.
+pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
+    // C: rds_cong_wait(..., nonblock, NULL): a congested pinger gets no pong.
+    if conn.fcong.test(dport) {
+        stats::inc(Stat::CongSendError);
+        return Err(enobufs());
+    }
+    let m = Message::new(MsgKind::Pong, 0, dport, Payload::new(KVVec::new())?, None)?;
+    conn.enqueue(m);
+    stats::inc(Stat::SendQueued);
+    stats::inc(Stat::SendPong);
+    conn.kick();
+    Ok(())
+}
