@@ -6,6 +6,7 @@
  * cases drive the family through the kernel's own socket API.
  */
 #include <kunit/test.h>
+#include <linux/in.h>
 #include <linux/net.h>
 #include <linux/socket.h>
 #include <net/net_namespace.h>
@@ -76,6 +77,47 @@ static void socket_bad_protocol(struct kunit *test)
 	KUNIT_EXPECT_NULL(test, sock);
 }
 
+/* A message from one kernel socket to another over loopback, and an empty queue after it. */
+static void loopback_send_recv(struct kunit *test)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+		.sin_port = htons(47001),
+	};
+	struct sockaddr_in sb = sa, from = {};
+	struct socket *a = NULL, *b = NULL;
+	char out[] = "hello from kunit", in[64] = {};
+	struct msghdr msg = {};
+	struct kvec iov;
+
+	sb.sin_port = htons(47002);
+	KUNIT_ASSERT_EQ(test, 0, sock_create_kern(&init_net, PF_RDS, SOCK_SEQPACKET, 0, &a));
+	KUNIT_ASSERT_EQ(test, 0, sock_create_kern(&init_net, PF_RDS, SOCK_SEQPACKET, 0, &b));
+	KUNIT_EXPECT_EQ(test, 0, kernel_bind(a, (struct sockaddr *)&sa, sizeof(sa)));
+	KUNIT_EXPECT_EQ(test, 0, kernel_bind(b, (struct sockaddr *)&sb, sizeof(sb)));
+
+	msg.msg_name = &sb;
+	msg.msg_namelen = sizeof(sb);
+	iov.iov_base = out;
+	iov.iov_len = sizeof(out);
+	KUNIT_EXPECT_EQ(test, (int)sizeof(out), kernel_sendmsg(a, &msg, &iov, 1, sizeof(out)));
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_name = &from;
+	msg.msg_namelen = sizeof(from);
+	iov.iov_base = in;
+	iov.iov_len = sizeof(in);
+	KUNIT_EXPECT_EQ(test, (int)sizeof(out),
+			kernel_recvmsg(b, &msg, &iov, 1, sizeof(in), MSG_DONTWAIT));
+	KUNIT_EXPECT_MEMEQ(test, in, out, sizeof(out));
+	KUNIT_EXPECT_EQ(test, (int)from.sin_port, (int)sa.sin_port);
+	KUNIT_EXPECT_EQ(test, -EAGAIN, kernel_recvmsg(b, &msg, &iov, 1, sizeof(in), MSG_DONTWAIT));
+
+	sock_release(a);
+	sock_release(b);
+}
+
 static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(header_roundtrip),
 	KUNIT_CASE(header_checksum),
@@ -85,6 +127,7 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),
+	KUNIT_CASE(loopback_send_recv),
 	{}
 };
 
