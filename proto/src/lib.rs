@@ -22,6 +22,16 @@
 //! [`uncongested_mask`] are receive-buffer congestion and congestion maps;
 //! [`RxSeq`], [`TxSeq`], [`AckPacer`] and [`sndbuf_admits`] are sequence
 //! numbers, ACK pacing and send-buffer admission.
+//!
+//! RDMA: [`RdsIovec`], [`GetMrArgs`], [`GetMrForDestArgs`], [`FreeMrArgs`],
+//! [`RdmaArgs`], [`AtomicArgs`] (with [`AtomicOp::apply`], the IB masked
+//! atomic semantics) and [`RdmaNotify`] are the RDMA ABI structs, and
+//! [`make_cookie`] / [`cookie_key`] / [`cookie_offset`] the cookies;
+//! [`check_registration`], [`check_rdma_args`], [`check_atomic`] and
+//! [`Region`] are the memory-registration rules, and [`Quarantine`] /
+//! [`key_acceptable`] the R_Key allocation policy; [`OpTracker`] and
+//! [`BarrierArgs`] are the barrier's operation ids, high-water mark and ABI
+//! (an rds-rs extension).
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -1,8 +1,9 @@
 //! RDS wire format: the 48-byte message header, its checksum and its
 //! extension headers; the socket-address rules of `bind`, `connect`,
 //! `getname` and `sendmsg`; control messages; the `RDS_INFO_*` records;
-//! congestion maps and receive-buffer accounting; and sequence numbers,
-//! ACK pacing and send-buffer admission.
+//! congestion maps and receive-buffer accounting; sequence numbers,
+//! ACK pacing and send-buffer admission; and the RDMA ABI, the
+//! memory-registration rules and the RDMA barrier's id bookkeeping.
 //!
 //! This mirrors Linux `net/rds/rds.h` (`struct rds_header`,
 //! `rds_message_make_checksum`, `rds_message_verify_checksum`) and
@@ -20,6 +21,8 @@
 // matter which file includes this one or how.
 #[path = "addr.rs"]
 mod addr;
+#[path = "barrier.rs"]
+mod barrier;
 #[path = "checksum.rs"]
 mod checksum;
 #[path = "cmsg.rs"]
@@ -32,8 +35,12 @@ mod ext;
 mod header;
 #[path = "info.rs"]
 mod info;
+#[path = "mr.rs"]
+mod mr;
 #[path = "port.rs"]
 mod port;
+#[path = "rdma.rs"]
+mod rdma;
 #[path = "seq.rs"]
 mod seq;
 
@@ -44,6 +51,10 @@ pub use addr::{
     IPV6_ADDR_MULTICAST, IPV6_ADDR_SCOPE_GLOBAL, IPV6_ADDR_SCOPE_LINKLOCAL, IPV6_ADDR_SCOPE_MASK,
     IPV6_ADDR_SCOPE_NODELOCAL, IPV6_ADDR_SCOPE_ORGLOCAL, IPV6_ADDR_SCOPE_SITELOCAL,
     IPV6_ADDR_SITELOCAL, IPV6_ADDR_UNICAST, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
+};
+pub use barrier::{
+    BarrierArgs, BarrierState, OpTracker, BARRIER_ARGS_LEN, BARRIER_FLAGS, RDMA_ID_CMSG_LEN,
+    RDS_BARRIER, RDS_CMSG_RDMA_ID,
 };
 pub use checksum::{header_checksum, internet_checksum, verify_checksum};
 pub use cmsg::{
@@ -80,7 +91,20 @@ pub use info::{
     RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
     STAT_COUNT, STAT_NAMES, TRANSNAMSIZ,
 };
+pub use mr::{
+    check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,
+    key_acceptable, rdma_pages, MrError, Quarantine, Region, MAX_MR_PAGES,
+};
 pub use port::{bind_candidates, PROBE_PORT};
+pub use rdma::{
+    cookie_key, cookie_offset, make_cookie, AtomicArgs, AtomicOp, FreeMrArgs, GetMrArgs,
+    GetMrForDestArgs, RdmaArgs, RdmaNotify, RdsIovec, ATOMIC_ARGS_LEN, FREE_MR_ARGS_LEN,
+    GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, MAX_MSG_SIZE, PAGE_SIZE, RDMA_NOTIFY_LEN,
+    RDS_IOVEC_LEN, RDS_RDMA_CANCELED, RDS_RDMA_DONTWAIT, RDS_RDMA_DROPPED, RDS_RDMA_FENCE,
+    RDS_RDMA_INVALIDATE, RDS_RDMA_NOTIFY_ME, RDS_RDMA_OTHER_ERROR, RDS_RDMA_READWRITE,
+    RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SILENT, RDS_RDMA_SUCCESS, RDS_RDMA_USE_ONCE,
+    SOCKADDR_STORAGE_LEN, UIO_MAXIOV,
+};
 pub use seq::{
     sndbuf_ack_required, sndbuf_admits, AckPacer, RxSeq, TxSeq, MAX_UNACKED_BYTES,
     MAX_UNACKED_PACKETS,
