@@ -15,6 +15,8 @@
 //! Each header starts at a multiple of 8 bytes (`CMSG_ALIGN`) from the
 //! start of the buffer.
 
+use super::barrier::RDS_CMSG_RDMA_ID;
+
 /// Socket-level control messages and options (`SOL_SOCKET`).
 pub const SOL_SOCKET: i32 = 1;
 /// RDS control messages and socket options (`SOL_RDS`).
@@ -234,6 +236,9 @@ pub struct SendCmsgs {
     pub atomics: usize,
     /// Whether at least one [`RDS_CMSG_ZCOPY_COOKIE`] was given.
     pub zcopy_cookie: bool,
+    /// Number of rds-rs's [`RDS_CMSG_RDMA_ID`] (where to write the id of the message's RDMA
+    /// or atomic operation).
+    pub rdma_id: usize,
 }
 
 /// `rds_rm_size`'s walk over the control messages of a `sendmsg`: counts
@@ -257,7 +262,9 @@ pub struct SendCmsgs {
 ///   [`RDS_CMSG_ZCOPY_COOKIE`] or one of the four atomic types;
 /// - `zerocopy` is set and no [`RDS_CMSG_ZCOPY_COOKIE`] was given;
 /// - RDMA_DEST, RDMA_MAP or ZCOPY_COOKIE is combined with RDMA_ARGS or an
-///   atomic.
+///   atomic;
+/// - (rds-rs's extension) [`RDS_CMSG_RDMA_ID`] is given more than once, or
+///   without an RDMA_ARGS or atomic operation to number.
 pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
     let mut s = SendCmsgs::default();
     for c in cmsgs(control) {
@@ -274,6 +281,7 @@ pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, Cmsg
             | RDS_CMSG_ATOMIC_FADD
             | RDS_CMSG_MASKED_ATOMIC_CSWP
             | RDS_CMSG_MASKED_ATOMIC_FADD => s.atomics = s.atomics.saturating_add(1),
+            RDS_CMSG_RDMA_ID => s.rdma_id = s.rdma_id.saturating_add(1),
             _ => return Err(CmsgError::Inval),
         }
     }
@@ -284,6 +292,9 @@ pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, Cmsg
     let group_dest = s.rdma_dest != 0 || s.rdma_map != 0 || s.zcopy_cookie;
     let group_args = s.rdma_args != 0 || s.atomics != 0;
     if group_dest && group_args {
+        return Err(CmsgError::Inval);
+    }
+    if s.rdma_id > 1 || (s.rdma_id == 1 && !group_args) {
         return Err(CmsgError::Inval);
     }
     Ok(s)

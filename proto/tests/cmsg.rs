@@ -520,6 +520,7 @@ fn rm_size_model(buf: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
                 s.atomics += 1;
                 groups |= 1;
             }
+            64 => s.rdma_id += 1,
             _ => return Err(Inval),
         }
     }
@@ -527,6 +528,9 @@ fn rm_size_model(buf: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
         return Err(Inval);
     }
     if groups == 3 {
+        return Err(Inval);
+    }
+    if s.rdma_id > 1 || (s.rdma_id == 1 && groups & 1 == 0) {
         return Err(Inval);
     }
     Ok(s)
@@ -537,7 +541,7 @@ fn any_send_control() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(
         (
             prop_oneof![4 => Just(SOL_RDS), 1 => Just(SOL_SOCKET)],
-            prop_oneof![8 => 1i32..=9, 2 => Just(12), 1 => 0i32..16],
+            prop_oneof![8 => 1i32..=9, 2 => Just(12), 1 => 0i32..16, 1 => Just(64)],
             any::<u64>(),
             0usize..8,
         )
@@ -629,4 +633,26 @@ proptest! {
         }
         prop_assert!(cmsg_space(n) >= cmsg_len(n));
     }
+}
+
+/// rds-rs's RDS_CMSG_RDMA_ID (64): once, and only with an RDMA or atomic operation to number.
+#[test]
+fn rdma_id_needs_an_operation() {
+    let id = msg(SOL_RDS, 64, &[0; 8]);
+    let args = msg(SOL_RDS, RDS_CMSG_RDMA_ARGS, &rdma_args(0));
+    let fadd = msg(SOL_RDS, rds_proto::RDS_CMSG_ATOMIC_FADD, &[0; 72]);
+    let dest = msg(SOL_RDS, rds_proto::RDS_CMSG_RDMA_DEST, &[0; 8]);
+    assert_eq!(scan_send_cmsgs(&id, false), Err(Inval));
+    assert_eq!(
+        scan_send_cmsgs(&cat(&[dest, id.clone()]), false),
+        Err(Inval)
+    );
+    assert_eq!(
+        scan_send_cmsgs(&cat(&[id.clone(), args.clone(), id.clone()]), false),
+        Err(Inval)
+    );
+    let s = scan_send_cmsgs(&cat(&[id.clone(), args]), false).unwrap();
+    assert_eq!((s.rdma_args, s.rdma_id), (1, 1));
+    let s = scan_send_cmsgs(&cat(&[fadd, id]), false).unwrap();
+    assert_eq!((s.atomics, s.rdma_id), (1, 1));
 }
