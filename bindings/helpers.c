@@ -3,7 +3,10 @@
  * C helpers for kernel macros and fields used by rds-rs (see helpers.h). The macros pass
  * KBUILD_MODNAME, so the resources they create are attributed to rds_rs.
  */
+#include <linux/highmem.h>
 #include <linux/jiffies.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/sysctl.h>
@@ -64,6 +67,13 @@ long rds_rs_sk_rcvtimeo(struct sock *sk)
 bool rds_rs_sk_has_error(struct sock *sk)
 {
 	return READ_ONCE(sk->sk_err) || !skb_queue_empty_lockless(&sk->sk_error_queue);
+}
+
+bool rds_rs_sk_nonblocking(struct sock *sk)
+{
+	struct socket *sock = sk->sk_socket;
+
+	return sock && sock->file && (READ_ONCE(sock->file->f_flags) & O_NONBLOCK);
 }
 
 /*
@@ -196,6 +206,69 @@ s64 rds_rs_real_time_ns(void)
 bool rds_rs_user_writable(void __user *addr, size_t len)
 {
 	return fault_in_safe_writeable(addr, len) == 0;
+}
+
+/*
+ * Pins nr_pages user pages from start (page aligned); the number pinned or -errno. Long-term
+ * pins (memory registrations) keep the pages out of movable zones, as RDMA drivers do.
+ */
+int rds_rs_pin_user_pages(unsigned long start, int nr_pages, bool write, bool longterm,
+			  struct page **pages)
+{
+	unsigned int flags = (write ? FOLL_WRITE : 0) | (longterm ? FOLL_LONGTERM : 0);
+
+	return pin_user_pages_fast(start, nr_pages, flags, pages);
+}
+
+void rds_rs_unpin_user_pages(struct page **pages, unsigned long nr_pages, bool dirty)
+{
+	unpin_user_pages_dirty_lock(pages, nr_pages, dirty);
+}
+
+void rds_rs_page_read(struct page *page, size_t offset, void *dst, size_t len)
+{
+	memcpy_from_page(dst, page, offset, len);
+}
+
+void rds_rs_page_write(struct page *page, size_t offset, const void *src, size_t len)
+{
+	memcpy_to_page(page, offset, src, len);
+}
+
+void rds_rs_page_copy(struct page *dst, size_t dst_off, struct page *src, size_t src_off,
+		      size_t len)
+{
+	memcpy_page(dst, dst_off, src, src_off, len);
+}
+
+bool rds_rs_can_do_mlock(void)
+{
+	return can_do_mlock();
+}
+
+/* The calling task's mm with a reference (mmgrab), or NULL for a kernel thread. */
+struct mm_struct *rds_rs_mm_get(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (mm)
+		mmgrab(mm);
+	return mm;
+}
+
+void rds_rs_mm_put(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
+int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc)
+{
+	return account_locked_vm(mm, pages, inc);
+}
+
+u32 rds_rs_random_u32(void)
+{
+	return get_random_u32();
 }
 
 static void (*rds_rs_net_exit_fn)(struct net *net);

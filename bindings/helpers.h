@@ -44,6 +44,7 @@ int rds_rs_sk_rcvbuf(struct sock *sk);
 long rds_rs_sk_sndtimeo(struct sock *sk);
 long rds_rs_sk_rcvtimeo(struct sock *sk);
 bool rds_rs_sk_has_error(struct sock *sk);
+bool rds_rs_sk_nonblocking(struct sock *sk);
 void rds_rs_sk_wake(struct sock *sk);
 long rds_rs_sk_wait(struct sock *sk, long timeo, rds_rs_cond_fn cond, void *arg);
 void rds_rs_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
@@ -70,6 +71,22 @@ void rds_rs_msg_add_flags(struct msghdr *msg, int flags);
 struct workqueue_struct *rds_rs_alloc_workqueue(const char *name);
 s64 rds_rs_real_time_ns(void);
 bool rds_rs_user_writable(void __user *addr, size_t len);
+
+/* User memory for RDMA: pinning, copying through kernel mappings, mlock accounting. */
+struct page;
+struct mm_struct;
+int rds_rs_pin_user_pages(unsigned long start, int nr_pages, bool write, bool longterm,
+			  struct page **pages);
+void rds_rs_unpin_user_pages(struct page **pages, unsigned long nr_pages, bool dirty);
+void rds_rs_page_read(struct page *page, size_t offset, void *dst, size_t len);
+void rds_rs_page_write(struct page *page, size_t offset, const void *src, size_t len);
+void rds_rs_page_copy(struct page *dst, size_t dst_off, struct page *src, size_t src_off,
+		      size_t len);
+bool rds_rs_can_do_mlock(void);
+struct mm_struct *rds_rs_mm_get(void);
+void rds_rs_mm_put(struct mm_struct *mm);
+int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc);
+u32 rds_rs_random_u32(void);
 
 /* Per-namespace exit hook and /proc/sys/net/rds. */
 int rds_rs_pernet_register(void (*exit)(struct net *net));

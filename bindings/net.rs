@@ -328,6 +328,12 @@ impl<F: Family> Sock<F> {
         }
     }
 
+    /// Whether the socket's file is non-blocking (`O_NONBLOCK`).
+    pub(crate) fn nonblocking(&self) -> bool {
+        // SAFETY: The sock is alive (type invariant); the helper checks for a missing file.
+        unsafe { raw::rds_rs_sk_nonblocking(self.as_ptr()) }
+    }
+
     /// Whether the socket has a pending error (`sk_err`) or a non-empty error queue.
     pub(crate) fn has_error(&self) -> bool {
         // SAFETY: The sock is alive (type invariant).
@@ -587,7 +593,7 @@ pub(crate) struct MsgHdr<'a> {
     _call: PhantomData<&'a mut ()>,
 }
 
-impl MsgHdr<'_> {
+impl<'a> MsgHdr<'a> {
     fn as_ptr(&self) -> *mut raw::msghdr {
         self.msg
     }
@@ -606,7 +612,7 @@ impl MsgHdr<'_> {
     }
 
     /// The destination address of a `sendmsg` (already copied into the kernel), if any.
-    pub(crate) fn name(&self) -> Option<&[u8]> {
+    pub(crate) fn name(&self) -> Option<&'a [u8]> {
         let mut len: c_int = 0;
         // SAFETY: `msg` is the valid msghdr of the current call.
         let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
@@ -645,8 +651,9 @@ impl MsgHdr<'_> {
         }
     }
 
-    /// The control messages of a `sendmsg`, in kernel memory (empty when there are none).
-    pub(crate) fn control(&self) -> &[u8] {
+    /// The control messages of a `sendmsg`, in kernel memory (empty when there are none). They
+    /// stay valid (and unchanged) for the whole call.
+    pub(crate) fn control(&self) -> &'a [u8] {
         let mut len: usize = 0;
         // SAFETY: `msg` is the valid msghdr of the current call.
         let p = unsafe { raw::rds_rs_msg_kernel_control(self.msg, &mut len) };
@@ -656,6 +663,12 @@ impl MsgHdr<'_> {
         // SAFETY: The helper returns a kernel buffer of `len` bytes (copied in by the socket
         // layer), valid for the call.
         unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) }
+    }
+
+    /// The room for control messages in a `recvmsg` (`msg_controllen`).
+    pub(crate) fn control_room(&self) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call.
+        unsafe { raw::rds_rs_msg_controllen(self.msg) }
     }
 
     /// Bytes left in the data iterator.

@@ -363,7 +363,7 @@ impl ConnTable {
             let Some(conn) = conn else { break };
             let mut dropped = conn.destroy();
             while let Some(m) = dropped.pop_front() {
-                crate::send::complete(&m, crate::send::Completion::Dropped);
+                crate::send::complete(&m, crate::proto::RDS_RDMA_DROPPED);
             }
         }
     }

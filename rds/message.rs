@@ -12,8 +12,9 @@
 
 use crate::bindings::net::{emsgsize, SockRef};
 use crate::proto::{Addr, FLAG_ACK_REQUIRED};
+use crate::rdma::{Notifier, RdmaOp};
 use crate::socket::Rds;
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     alloc::KVVec,
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, ListArc, ListLinks},
@@ -70,14 +71,75 @@ pub(crate) struct Message {
     pub(crate) data: Arc<Payload>,
     /// The identity of the sending socket ([`crate::bindings::net::Sock::id`]), 0 for none.
     pub(crate) owner_id: usize,
+    /// The destination address.
+    pub(crate) daddr: Addr,
+    /// The RDMA or atomic operation to perform before the message is delivered.
+    pub(crate) op: Option<KBox<RdmaOp>>,
+    /// A registration cookie for the receiver (`RDS_CMSG_RDMA_DEST`), 0 for none.
+    pub(crate) rdma_cookie: u64,
     /// Sequence number, assigned when queued on the connection.
     seq: AtomicU64,
     /// Header flags (`RDS_FLAG_*`).
     flags: AtomicU8,
     /// The sending socket while the message counts against its send buffer (C: `m_rs`, under
-    /// `m_rs_lock`). Taken exactly once, by whoever completes or cancels the message.
+    /// `m_rs_lock`), and the operation's notifier. Taken exactly once, by whoever completes or
+    /// cancels the message.
     #[pin]
-    owner: SpinLock<Option<SockRef<Rds>>>,
+    owner: SpinLock<Owner>,
+}
+
+/// What [`Message::take_owner`] hands over.
+pub(crate) struct Owner {
+    /// The sending socket.
+    pub(crate) sock: Option<SockRef<Rds>>,
+    /// The notifier of the message's operation, if it may need one.
+    pub(crate) notifier: Option<ListArc<Notifier>>,
+}
+
+/// The parts of a new [`Message`].
+pub(crate) struct MessageParts {
+    /// What the message is.
+    pub(crate) kind: MsgKind,
+    /// Source port (host order).
+    pub(crate) sport: u16,
+    /// Destination port (host order).
+    pub(crate) dport: u16,
+    /// Destination address.
+    pub(crate) daddr: Addr,
+    /// The payload.
+    pub(crate) data: Arc<Payload>,
+    /// The sending socket (`None` for messages of the core).
+    pub(crate) owner: Option<SockRef<Rds>>,
+    /// The RDMA or atomic operation.
+    pub(crate) op: Option<KBox<RdmaOp>>,
+    /// Its notifier.
+    pub(crate) notifier: Option<ListArc<Notifier>>,
+    /// A cookie for the receiver.
+    pub(crate) rdma_cookie: u64,
+}
+
+impl MessageParts {
+    /// A message without RDMA.
+    pub(crate) fn plain(
+        kind: MsgKind,
+        sport: u16,
+        dport: u16,
+        daddr: Addr,
+        data: Arc<Payload>,
+        owner: Option<SockRef<Rds>>,
+    ) -> Self {
+        Self {
+            kind,
+            sport,
+            dport,
+            daddr,
+            data,
+            owner,
+            op: None,
+            notifier: None,
+            rdma_cookie: 0,
+        }
+    }
 }
 
 impl_list_arc_safe! {
@@ -91,29 +153,32 @@ impl_list_item! {
 }
 
 impl Message {
-    /// Builds a message; `owner` is the sending socket (`None` for messages of the core).
-    pub(crate) fn new(
-        kind: MsgKind,
-        sport: u16,
-        dport: u16,
-        data: Arc<Payload>,
-        owner: Option<SockRef<Rds>>,
-    ) -> Result<ListArc<Self>> {
-        let len = u32::try_from(data.bytes().len()).map_err(|_| emsgsize())?;
-        let owner_id = owner.as_ref().map_or(0, |s| s.id());
+    /// Builds a message.
+    pub(crate) fn new(p: MessageParts) -> Result<ListArc<Self>> {
+        let len = u32::try_from(p.data.bytes().len()).map_err(|_| emsgsize())?;
+        let owner_id = p.owner.as_ref().map_or(0, |s| s.id());
         ListArc::pin_init(
             try_pin_init!(Message {
                 links <- ListLinks::new(),
-                kind,
-                sport,
-                dport,
+                kind: p.kind,
+                sport: p.sport,
+                dport: p.dport,
                 // INVARIANT: `len` is the payload's length.
                 len,
-                data,
+                data: p.data,
                 owner_id,
+                daddr: p.daddr,
+                op: p.op,
+                rdma_cookie: p.rdma_cookie,
                 seq: AtomicU64::new(0),
                 flags: AtomicU8::new(0),
-                owner <- new_spinlock!(owner, "Message::owner"),
+                owner <- new_spinlock!(
+                    Owner {
+                        sock: p.owner,
+                        notifier: p.notifier,
+                    },
+                    "Message::owner"
+                ),
             }),
             GFP_KERNEL,
         )
@@ -134,9 +199,13 @@ impl Message {
         self.flags.fetch_or(FLAG_ACK_REQUIRED, Ordering::Relaxed);
     }
 
-    /// Takes the sending socket, once: the caller then settles the message with it.
-    pub(crate) fn take_owner(&self) -> Option<SockRef<Rds>> {
-        self.owner.lock().take()
+    /// Takes the sending socket and the notifier, once: the caller then settles the message.
+    pub(crate) fn take_owner(&self) -> Owner {
+        let mut o = self.owner.lock();
+        Owner {
+            sock: o.sock.take(),
+            notifier: o.notifier.take(),
+        }
     }
 }
 
@@ -163,9 +232,11 @@ pub(crate) struct Incoming {
     /// The payload.
     pub(crate) data: Arc<Payload>,
     /// When it was queued (nanoseconds of real time), 0 when `SO_TIMESTAMP` was off.
-    pub(crate) rx_tstamp: i64,
+    pub(crate) rx_tstamp: AtomicI64,
     /// The RDMA cookie of an `RDMA_DEST` extension header, 0 for none.
     pub(crate) rdma_cookie: u64,
+    /// The r_key of the RDMA operation this message completes (`RDS_EXTHDR_RDMA`).
+    pub(crate) rdma_rkey: Option<u32>,
 }
 
 impl_list_arc_safe! {
@@ -193,16 +264,15 @@ pub(crate) struct IncomingHeader {
     pub(crate) seq: u64,
     /// The connection's type of service.
     pub(crate) tos: u8,
+    /// The registration cookie the sender attached (`RDS_CMSG_RDMA_DEST`), 0 for none.
+    pub(crate) rdma_cookie: u64,
+    /// The r_key of the RDMA operation the message completes (C: `RDS_EXTHDR_RDMA`).
+    pub(crate) rdma_rkey: Option<u32>,
 }
 
 impl Incoming {
     /// Builds an incoming message.
-    pub(crate) fn new(
-        hdr: IncomingHeader,
-        data: Arc<Payload>,
-        rx_tstamp: i64,
-        rdma_cookie: u64,
-    ) -> Result<ListArc<Self>> {
+    pub(crate) fn new(hdr: IncomingHeader, data: Arc<Payload>) -> Result<ListArc<Self>> {
         let len = u32::try_from(data.bytes().len()).map_err(|_| emsgsize())?;
         ListArc::pin_init(
             try_pin_init!(Incoming {
@@ -215,8 +285,9 @@ impl Incoming {
                 len,
                 tos: hdr.tos,
                 data,
-                rx_tstamp,
-                rdma_cookie,
+                rx_tstamp: AtomicI64::new(0),
+                rdma_cookie: hdr.rdma_cookie,
+                rdma_rkey: hdr.rdma_rkey,
             }),
             GFP_KERNEL,
         )

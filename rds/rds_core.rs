@@ -14,6 +14,7 @@
 //! - [`send`], [`recv`]: the data path; [`message`]: messages in both directions.
 //! - [`conn`]: connections and their send queues; [`transport`]: the transport interface;
 //!   `rds_loop` (from `rds_loop/`): the loopback transport.
+//! - [`rdma`]: memory registrations, RDMA and atomic operations, notifications, the barrier.
 //! - [`cong`]: congestion maps; [`info`]: the `RDS_INFO_*` getsockopts; [`stats`]: counters.
 //! - [`kunit`]: the Rust side of the module's KUnit suite (`rds/kunit.c`).
 
@@ -29,6 +30,7 @@ mod kunit;
 mod message;
 #[path = "../proto/src/proto.rs"]
 pub mod proto;
+mod rdma;
 #[path = "../rds_loop/rds_loop.rs"]
 mod rds_loop;
 mod recv;

@@ -15,14 +15,19 @@ use crate::bindings::raw;
 use crate::bindings::sys::{self, poll};
 use crate::conn::Conn;
 use crate::message::{Incoming, IncomingHeader, Message, MsgKind};
+use crate::proto::RDS_RDMA_SUCCESS;
 use crate::proto::{
-    encode_sockaddr, monitor_mask, CongChange, SockAddr, Stat, PROBE_PORT, RDS_CMSG_CONG_UPDATE,
-    SOL_RDS, SOL_SOCKET,
+    cmsg_space, encode_sockaddr, monitor_mask, CongChange, RdmaNotify, SockAddr, Stat, PROBE_PORT,
+    RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_STATUS, SOL_RDS, SOL_SOCKET,
 };
-use crate::send::{self, Completion};
+use crate::send;
 use crate::socket::{Rds, RdsSocket};
 use crate::stats;
-use kernel::{list::ListArc, prelude::*, sync::Arc};
+use kernel::{
+    list::{List, ListArc},
+    prelude::*,
+    sync::Arc,
+};
 
 const MSG_PEEK: i32 = raw::MSG_PEEK as i32;
 const MSG_TRUNC: i32 = raw::MSG_TRUNC as i32;
@@ -37,18 +42,34 @@ const SO_TIMESTAMP_NEW: i32 = 63;
 /// `RDS_CMSG_RDMA_DEST`.
 const RDS_CMSG_RDMA_DEST: i32 = 2;
 
-/// A message arrived on `conn` from `hdr.saddr` to `hdr.daddr` (C: `rds_recv_incoming`).
-/// `msg` is the sender's message when the transport is loopback. The caller settles the
-/// sender's side. An error (a shortage of memory) leaves the message to be retried.
-pub(crate) fn incoming(conn: &Arc<Conn>, hdr: IncomingHeader, msg: &Message) -> Result {
-    if !conn.accept_seq(hdr.seq, false) {
+/// The incoming message a transport hands to [`deliver`] for `msg`, which went over `conn`
+/// (allocated before anything happens, so that a shortage leaves everything to be retried).
+pub(crate) fn make_incoming(conn: &Conn, msg: &Message) -> Result<ListArc<Incoming>> {
+    let hdr = IncomingHeader {
+        saddr: conn.key.laddr,
+        daddr: conn.key.faddr,
+        sport: msg.sport,
+        dport: msg.dport,
+        seq: msg.seq(),
+        tos: conn.key.tos,
+        rdma_cookie: msg.rdma_cookie,
+        rdma_rkey: msg.op.as_ref().filter(|op| op.is_rdma()).map(|op| op.rkey),
+    };
+    Incoming::new(hdr, msg.data.clone())
+}
+
+/// A message arrived on `conn` (C: `rds_recv_incoming`): answers pings, and queues the
+/// message on the socket bound to its destination, or drops it. `kind` is what the sender
+/// built.
+pub(crate) fn deliver(conn: &Arc<Conn>, inc: ListArc<Incoming>, kind: MsgKind) {
+    if !conn.accept_seq(inc.seq, false) {
         stats::inc(Stat::RecvDropOldSeq);
-        return Ok(());
+        return;
     }
-    if msg.kind == MsgKind::Data && hdr.dport == 0 && sys::ping_enabled() {
-        if hdr.sport == 0 {
+    if kind == MsgKind::Data && inc.dport == 0 && sys::ping_enabled() {
+        if inc.sport == 0 {
             // A ping from port 0 is not answered.
-            return Ok(());
+            return;
         }
         stats::inc(Stat::RecvPing);
         // The pong goes back to the pinger, over the pinged side's connection to it.
@@ -56,41 +77,43 @@ pub(crate) fn incoming(conn: &Arc<Conn>, hdr: IncomingHeader, msg: &Message) -> 
             &conn.shared,
             crate::conn::ConnKey {
                 net: conn.key.net,
-                laddr: hdr.daddr,
-                faddr: hdr.saddr,
-                tos: hdr.tos,
+                laddr: inc.daddr,
+                faddr: inc.saddr,
+                tos: inc.tos,
             },
             conn.transport,
         );
         if let Ok(back) = back {
             // A congested pinger gets no pong, as in C.
-            let _ = send::send_pong(&back, hdr.sport);
+            let _ = send::send_pong(&back, inc.sport);
         }
-        return Ok(());
+        return;
     }
-    if hdr.dport == PROBE_PORT && hdr.sport == 0 {
+    if inc.dport == PROBE_PORT && inc.sport == 0 {
         // A multipath handshake pong: loopback has one path only.
-        return Ok(());
+        return;
     }
     let Some(sock) = conn.shared.binds.find(
         conn.key.net,
         SockAddr {
-            addr: hdr.daddr,
-            port: hdr.dport,
+            addr: inc.daddr,
+            port: inc.dport,
             scope_id: 0,
         },
     ) else {
         stats::inc(Stat::RecvDropNoSock);
-        return Ok(());
+        return;
     };
-    let tstamp = if sock.flag(SockFlag::RcvTstamp) {
-        sys::real_time_ns()
-    } else {
-        0
-    };
-    let inc = Incoming::new(hdr, msg.data.clone(), tstamp, 0)?;
+    // The RDMA operation this message completes used one of the receiver's registrations:
+    // a use-once registration is done with (C: `rds_recv_incoming_exthdrs`).
+    if let Some(rkey) = inc.rdma_rkey {
+        sock.state().unuse_mr(rkey);
+    }
+    if sock.flag(SockFlag::RcvTstamp) {
+        inc.rx_tstamp
+            .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
+    }
     sock.state().queue_incoming(&sock, inc);
-    Ok(())
 }
 
 impl RdsSocket {
@@ -175,7 +198,44 @@ impl RdsSocket {
     /// Whether `recvmsg` has something to return (C: the wait condition of `rds_recvmsg`).
     fn readable(&self) -> bool {
         let d = self.data.lock();
-        d.cong_notify != 0 || !d.recv_queue.is_empty()
+        !d.notify_queue.is_empty() || d.cong_notify != 0 || !d.recv_queue.is_empty()
+    }
+
+    /// Hands pending completion notifications to `recvmsg` as `RDS_CMSG_RDMA_STATUS` control
+    /// messages (C: `rds_notify_queue_get`): as many as the control buffer holds, at least one
+    /// (which `put_cmsg` truncates, with `MSG_CTRUNC`, if it does not fit). Returns `None` when
+    /// there were none.
+    fn take_notifications(&self, msg: &mut MsgHdr<'_>) -> Option<Result> {
+        let max = (msg.control_room() / cmsg_space(RDMA_NOTIFY_LEN)).max(1);
+        let mut batch = List::new();
+        {
+            let mut d = self.data.lock();
+            while batch.iter().count() < max {
+                match d.notify_queue.pop_front() {
+                    Some(n) => batch.push_back(n),
+                    None => break,
+                }
+            }
+        }
+        if batch.is_empty() {
+            return None;
+        }
+        while let Some(n) = batch.pop_front() {
+            let note = RdmaNotify {
+                user_token: n.user_token,
+                status: n.status.load(core::sync::atomic::Ordering::Relaxed),
+            };
+            if let Err(e) = msg.put_cmsg(SOL_RDS, RDS_CMSG_RDMA_STATUS, &note.encode()) {
+                // Those not handed over go back to the head of the queue, in order.
+                batch.push_front(n);
+                let mut d = self.data.lock();
+                while let Some(back) = batch.pop_back() {
+                    d.notify_queue.push_front(back);
+                }
+                return Some(Err(e));
+            }
+        }
+        Some(Ok(()))
     }
 
     /// Removes `inc` if it is still at the head of the queue (C: `rds_still_queued`); with
@@ -222,6 +282,10 @@ pub(crate) fn recvmsg(
         return sock.recv_errqueue(msg, len);
     }
     loop {
+        // Pending notifications first, and nothing else.
+        if let Some(r) = s.take_notifications(msg) {
+            return r.map(|()| 0);
+        }
         let notify = s.data.lock().cong_notify;
         if notify != 0 {
             msg.put_cmsg(SOL_RDS, RDS_CMSG_CONG_UPDATE, &notify.to_ne_bytes())?;
@@ -286,9 +350,9 @@ fn put_recv_cmsgs(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, inc: &Incoming) -> Res
     if inc.rdma_cookie != 0 {
         msg.put_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &inc.rdma_cookie.to_ne_bytes())?;
     }
-    if inc.rx_tstamp != 0 && sock.flag(SockFlag::RcvTstamp) {
+    let ns = inc.rx_tstamp.load(core::sync::atomic::Ordering::Relaxed);
+    if ns != 0 && sock.flag(SockFlag::RcvTstamp) {
         // struct __kernel_old_timeval / __kernel_sock_timeval: two 64-bit fields on x86-64.
-        let ns = inc.rx_tstamp;
         let sec = ns.div_euclid(1_000_000_000);
         let usec = ns.rem_euclid(1_000_000_000) / 1000;
         let mut tv = [0u8; 16];
@@ -324,7 +388,7 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     } else if d.cong_notify != 0 {
         mask |= poll::IN | poll::RDNORM;
     }
-    if !d.recv_queue.is_empty() {
+    if !d.recv_queue.is_empty() || !d.notify_queue.is_empty() {
         mask |= poll::IN | poll::RDNORM;
     }
     if d.snd_bytes < sndbuf {
@@ -340,7 +404,7 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     mask
 }
 
-/// Settles the sender's side of a message that the loopback transport has delivered.
+/// Settles the sender's side of a message that the loopback transport has handled.
 pub(crate) fn delivered(msg: &Message) {
-    send::complete(msg, Completion::Success);
+    send::complete(msg, RDS_RDMA_SUCCESS);
 }

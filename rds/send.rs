@@ -18,14 +18,19 @@ use crate::bindings::net::{
 };
 use crate::bindings::raw;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, MsgKind, Payload};
+use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs,
-    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
+    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED,
+    RDS_RDMA_SUCCESS,
 };
+use crate::rdma::{RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
 use crate::stats;
-use kernel::{alloc::KVVec, list::List, prelude::*, sync::Arc};
+use kernel::{
+    alloc::KVVec, list::List, prelude::*, rbtree::RBTreeNodeReservation, sync::Arc,
+    uaccess::UserSlice,
+};
 
 /// The largest payload (data or RDMA) of one message (C: `RDS_MAX_MSG_SIZE`).
 pub(crate) const MAX_MSG_SIZE: usize = 1 << 20;
@@ -33,17 +38,6 @@ pub(crate) const MAX_MSG_SIZE: usize = 1 << 20;
 const MSG_DONTWAIT: i32 = raw::MSG_DONTWAIT as i32;
 const MSG_CMSG_COMPAT: i32 = raw::MSG_CMSG_COMPAT as i32;
 const MSG_ZEROCOPY: i32 = raw::MSG_ZEROCOPY as i32;
-
-/// How a message left its sender's hands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Completion {
-    /// Delivered to the peer (or consumed there: no socket, dead socket, ping).
-    Success,
-    /// Cancelled by `RDS_CANCEL_SENT_TO` or by closing the socket.
-    Canceled,
-    /// Dropped with its connection.
-    Dropped,
-}
 
 /// `sendmsg(2)` on an RDS socket.
 pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize> {
@@ -80,34 +74,60 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
     stats::add(Stat::CopyFromUser, len as u64);
     let conn = s.conn_for(sock, &route)?;
 
-    // Control messages: RDMA arrives with issue 4; until then the loopback transport has no
-    // memory registrations (`RDMA_DEST` names none: EINVAL) and no RDMA or atomic operations
-    // (EOPNOTSUPP), as C's loopback transport answers.
-    if cmsgs.rdma_dest > 0 {
-        return Err(EINVAL);
+    // The RDMA control messages: pinning, registrations (C: `rds_cmsg_send`).
+    let mut rdma = if cmsgs.rdma_args + cmsgs.atomics + cmsgs.rdma_dest + cmsgs.rdma_map > 0
+        || cmsgs.zcopy_cookie
+        || cmsgs.rdma_id > 0
+    {
+        s.prepare_rdma(sock, control)?
+    } else {
+        SendRdma::default()
+    };
+    let res = queue_message(sock, &conn, &route, payload, &mut rdma, nonblock, sndbuf);
+    if res.is_err() {
+        s.undo_rdma(&mut rdma);
     }
-    if cmsgs.rdma_args > 0 || cmsgs.atomics > 0 || cmsgs.rdma_map > 0 {
+    res.map(|()| len)
+}
+
+/// The part of `sendmsg` after the message's parts are ready: congestion, the send buffer,
+/// the operation's id, the queue.
+fn queue_message(
+    sock: &Sock<Rds>,
+    conn: &Arc<Conn>,
+    route: &Route,
+    payload: Arc<Payload>,
+    rdma: &mut SendRdma,
+    nonblock: bool,
+    sndbuf: u32,
+) -> Result {
+    let s = sock.state();
+    if rdma.op.is_some() && conn.transport.mr_ops().is_none() {
         return Err(eopnotsupp());
     }
-    if cmsgs.zcopy_cookie {
-        // A cookie is only valid on a zero-copy send, which only TCP offers.
-        return Err(EINVAL);
+    let dest = (route.dest.addr, route.dest.port);
+    if rdma.op.is_some() {
+        s.ensure_tracker(dest)?;
     }
+    wait_uncongested(sock, conn, route.dest.port, nonblock)?;
 
-    wait_uncongested(sock, &conn, route.dest.port, nonblock)?;
-
-    let m = Message::new(
-        MsgKind::Data,
-        route.bound.port,
-        route.dest.port,
-        payload,
-        Some(sock.to_ref()),
-    )?;
+    let m = Message::new(MessageParts {
+        kind: MsgKind::Data,
+        sport: route.bound.port,
+        dport: route.dest.port,
+        daddr: route.dest.addr,
+        data: payload,
+        owner: Some(sock.to_ref()),
+        op: rdma.op.take(),
+        notifier: rdma.notifier.take(),
+        rdma_cookie: rdma.cookie,
+    })?;
     let mlen = u64::from(m.len);
+    let op: Option<&RdmaOp> = m.op.as_deref();
     let mut admitted = false;
     let mut admit = || {
         if !admitted {
-            admitted = s.admit(mlen, sndbuf);
+            admitted = s.admit(mlen, sndbuf, op, dest);
         }
         admitted
     };
@@ -124,13 +144,27 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
             }
         }
     }
+    if let Some(op) = op {
+        if rdma.id_addr != 0 {
+            let written = usize::try_from(rdma.id_addr)
+                .map_err(|_| EFAULT)
+                .and_then(|a| UserSlice::new(a, 8).writer().write(&op.id()));
+            if let Err(e) = written {
+                // The operation never happened: it is settled (cancelled) at once.
+                complete(&m, RDS_RDMA_CANCELED);
+                return Err(e);
+            }
+        }
+    }
     if sndbuf_ack_required(s.snd_bytes(), sndbuf) {
         m.set_ack_required();
     }
+    // The registration of an RDMA_MAP now belongs to the message's receiver.
+    rdma.mapped = None;
     conn.enqueue(m);
     stats::inc(Stat::SendQueued);
     conn.xmit_and_reschedule();
-    Ok(len)
+    Ok(())
 }
 
 /// Where a send goes: the socket's binding, the destination and the scope, the transport.
@@ -201,14 +235,41 @@ impl RdsSocket {
     }
 
     /// Charges `len` bytes to the send buffer if it has room (C: `rds_send_queue_rm`: the
-    /// bytes already queued must be below `sndbuf`, so the last message may overshoot).
-    fn admit(&self, len: u64, sndbuf: u32) -> bool {
+    /// bytes already queued must be below `sndbuf`, so the last message may overshoot), and
+    /// gives the message's operation the next id for `dest`, if the id window has room.
+    fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> bool {
         let mut d = self.data.lock();
         if !sndbuf_admits(d.snd_bytes, sndbuf) {
             return false;
         }
+        if let Some(op) = op {
+            let Some(id) = d.trackers.get_mut(&dest).and_then(|t| t.issue()) else {
+                return false;
+            };
+            op.set_id(id);
+        }
         d.snd_bytes = d.snd_bytes.saturating_add(len);
         true
+    }
+
+    /// Makes sure the socket has an op-id tracker for `dest`.
+    fn ensure_tracker(&self, dest: (Addr, u16)) -> Result {
+        if self.data.lock().trackers.get(&dest).is_some() {
+            return Ok(());
+        }
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let tracker = KBox::new(Tracker::new(), GFP_KERNEL)?;
+        let spare = {
+            let mut d = self.data.lock();
+            if d.trackers.get(&dest).is_some() {
+                Some((node, tracker))
+            } else {
+                d.trackers.insert(node.into_node(dest, tracker));
+                None
+            }
+        };
+        drop(spare);
+        Ok(())
     }
 
     fn snd_bytes(&self) -> u64 {
@@ -247,25 +308,53 @@ fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) ->
     }
 }
 
-/// Settles a message with its sender: the bytes leave the sender's send buffer and the sender
-/// is woken (C: `rds_send_remove_from_sock`). Only the first call for a message does anything.
-pub(crate) fn complete(msg: &Message, how: Completion) {
-    let Some(owner) = msg.take_owner() else {
+/// Settles a message with its sender, with the `RDS_RDMA_*` status of its operation: the
+/// bytes leave the sender's send buffer, the operation's id completes (raising the sender's
+/// high-water mark), a notification is queued when due, and the sender is woken (C:
+/// `rds_send_remove_from_sock`, `__rds_send_complete`). Only the first call for a message does
+/// anything.
+///
+/// A notification is due when the operation asked for one (`RDS_RDMA_NOTIFY_ME`), or when it
+/// failed (but was not cancelled) and the socket had `RDS_RECVERR` on, as in C.
+pub(crate) fn complete(msg: &Message, status: i32) {
+    let Owner { sock, notifier } = msg.take_owner();
+    let Some(sock) = sock else {
+        drop(notifier);
         return;
     };
-    if how == Completion::Success {
+    if status == RDS_RDMA_SUCCESS {
         stats::inc(Stat::SendDropAcked);
     }
-    {
-        let mut d = owner.state().data.lock();
+    let unused = {
+        let mut d = sock.state().data.lock();
         d.snd_bytes = d.snd_bytes.saturating_sub(u64::from(msg.len));
         if d.snd_bytes == 0 {
             stats::inc(Stat::SendQueueEmpty);
         }
-    }
-    owner.wake();
+        match &msg.op {
+            Some(op) => {
+                if let Some(t) = d.trackers.get_mut(&(msg.daddr, msg.dport)) {
+                    t.complete(op.id());
+                }
+                let due = op.notify
+                    || (op.recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED);
+                match notifier {
+                    Some(n) if due => {
+                        n.status
+                            .store(status, core::sync::atomic::Ordering::Relaxed);
+                        d.notify_queue.push_back(n);
+                        None
+                    }
+                    other => other,
+                }
+            }
+            None => notifier,
+        }
+    };
+    sock.wake();
+    drop(unused);
     // The reference to the sender is dropped here, outside every lock.
-    drop(owner);
+    drop(sock);
 }
 
 /// Drops the socket's messages that are still queued, to `dest` (address and port) or to
@@ -289,7 +378,7 @@ pub(crate) fn drop_to(sock: &Sock<Rds>, bound: Addr, dest: Option<(Addr, u16)>) 
         );
     });
     while let Some(m) = dropped.pop_front() {
-        complete(&m, Completion::Canceled);
+        complete(&m, RDS_RDMA_CANCELED);
     }
 }
 
@@ -301,7 +390,14 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
         stats::inc(Stat::CongSendError);
         return Err(enobufs());
     }
-    let m = Message::new(MsgKind::Pong, 0, dport, Payload::new(KVVec::new())?, None)?;
+    let m = Message::new(MessageParts::plain(
+        MsgKind::Pong,
+        0,
+        dport,
+        conn.key.faddr,
+        Payload::new(KVVec::new())?,
+        None,
+    ))?;
     conn.enqueue(m);
     stats::inc(Stat::SendQueued);
     stats::inc(Stat::SendPong);

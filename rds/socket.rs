@@ -14,17 +14,21 @@
 use crate::bind::{BindKey, BindTable};
 use crate::bindings::net::{
     eaddrnotavail, enoprotoopt, enotconn, eopnotsupp, eprototype, errno, esocktnosupport, Family,
-    FamilyTables, MsgHdr, NetId, OptOut, OptVal, PollCtx, Sock, SockFlag, SockRef, GETNAME_LEN,
-    SOCK_SEQPACKET,
+    FamilyTables, MsgHdr, NetId, OptOut, OptVal, PollCtx, Sock, SockFlag, SockRef, WaitOutcome,
+    GETNAME_LEN, SOCK_SEQPACKET,
 };
 use crate::bindings::sys::{NetExit, OwnedQueue};
 use crate::cong::{CongMap, CongTable};
 use crate::conn::{Conn, ConnTable};
 use crate::message::Incoming;
 use crate::proto::{
-    check_bind_scope, encode_sockaddr, encode_unbound_local, is_info_option, parse_bind,
-    parse_connect, AddrError, RecvAccount, SockAddr, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
+    check_bind_scope, cookie_key, encode_sockaddr, encode_unbound_local, is_info_option,
+    parse_bind, parse_connect, parse_send_dest, AddrError, BarrierArgs, BarrierState, FreeMrArgs,
+    GetMrArgs, GetMrForDestArgs, RecvAccount, SockAddr, BARRIER_ARGS_LEN, BARRIER_FLAGS,
+    FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, RDS_BARRIER, RDS_RDMA_DONTWAIT,
+    RDS_RDMA_INVALIDATE, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
 };
+use crate::rdma::{Mr, MrIndex, Notifier, Trackers};
 use crate::rds_loop::LOOPBACK;
 use crate::transport::Transport;
 use crate::{info, recv, send};
@@ -73,12 +77,6 @@ const RDS_TRANS_NONE: i32 = -1;
 const SIOCRDSSETTOS: u32 = 0x89e0;
 /// See [`SIOCRDSSETTOS`].
 const SIOCRDSGETTOS: u32 = 0x89e1;
-/// `sizeof(struct rds_get_mr_args)`.
-const GET_MR_ARGS_LEN: usize = 32;
-/// `sizeof(struct rds_get_mr_for_dest_args)`.
-const GET_MR_FOR_DEST_ARGS_LEN: usize = 160;
-/// `sizeof(struct rds_free_mr_args)`.
-const FREE_MR_ARGS_LEN: usize = 16;
 /// `sizeof(struct rds_rx_trace_so)`: `rx_traces` and `RDS_MSG_RX_DGRAM_TRACE_MAX` positions.
 const RX_TRACE_SO_LEN: usize = 4;
 /// `RDS_MSG_RX_DGRAM_TRACE_MAX`.
@@ -129,6 +127,9 @@ pub(crate) struct Shared {
     /// Congestion maps and monitors.
     #[pin]
     pub(crate) cong: CongTable,
+    /// Memory registrations by r_key.
+    #[pin]
+    pub(crate) mrs: MrIndex,
     /// Every open socket, by identity (for `RDS_INFO_SOCKETS` and friends).
     #[pin]
     pub(crate) sockets: Mutex<RBTree<usize, SockRef<Rds>>>,
@@ -145,6 +146,7 @@ impl Shared {
                 binds <- BindTable::new(),
                 conns <- ConnTable::new(),
                 cong <- CongTable::new(),
+                mrs <- MrIndex::new(),
                 sockets <- new_mutex!(RBTree::new(), "Shared::sockets"),
                 wq,
             }),
@@ -173,6 +175,9 @@ pub(crate) struct RdsSocket {
     /// The data path (C: `rs_lock` and `rs_recv_lock`).
     #[pin]
     pub(crate) data: SpinLock<SockData>,
+    /// The socket's memory registrations by r_key (C: `rs_rdma_keys`).
+    #[pin]
+    pub(crate) mrs: Mutex<RBTree<u32, Arc<Mr>>>,
     /// The registry node, reserved at create and used once the socket exists.
     #[pin]
     registry_node: Mutex<Option<RBTreeNodeReservation<usize, SockRef<Rds>>>>,
@@ -200,6 +205,10 @@ pub(crate) struct SockInner {
 pub(crate) struct SockData {
     /// Messages received and not yet read (C: `rs_recv_queue`).
     pub(crate) recv_queue: List<Incoming>,
+    /// Completion notifications not yet read (C: `rs_notify_queue`).
+    pub(crate) notify_queue: List<Notifier>,
+    /// Operation ids and high-water marks per destination.
+    pub(crate) trackers: Trackers,
     /// The bytes on the receive queue and whether they congest the port (C: `rs_rcv_bytes`,
     /// `rs_congested`).
     pub(crate) account: RecvAccount,
@@ -228,6 +237,8 @@ impl SockData {
     fn new() -> Self {
         Self {
             recv_queue: List::new(),
+            notify_queue: List::new(),
+            trackers: RBTree::new(),
             account: RecvAccount::default(),
             snd_bytes: 0,
             dead: false,
@@ -289,6 +300,7 @@ impl Family for Rds {
                 shared: shared.into(),
                 inner <- new_mutex!(SockInner::default(), "RdsSocket::inner"),
                 data <- new_spinlock!(SockData::new(), "RdsSocket::data"),
+                mrs <- new_mutex!(RBTree::new(), "RdsSocket::mrs"),
                 registry_node <- new_mutex!(Some(node), "RdsSocket::registry_node"),
             }),
             GFP_KERNEL,
@@ -324,6 +336,9 @@ impl Family for Rds {
         if let Some(key) = bound {
             send::drop_to(sock, key.addr.addr, None);
         }
+        s.drop_mrs();
+        let notes = core::mem::replace(&mut s.data.lock().notify_queue, List::new());
+        drop(notes);
         let me = s.shared.sockets.lock().remove(&sock.id());
         drop(me);
     }
@@ -392,35 +407,41 @@ impl Family for Rds {
         }
         match optname {
             RDS_CANCEL_SENT_TO => cancel_sent_to(sock, val),
-            RDS_GET_MR | RDS_GET_MR_FOR_DEST => {
-                let want = if optname == RDS_GET_MR {
-                    GET_MR_ARGS_LEN
-                } else {
-                    GET_MR_FOR_DEST_ARGS_LEN
-                };
-                if val.len() != want {
+            RDS_GET_MR => {
+                if val.len() != GET_MR_ARGS_LEN {
                     return Err(EINVAL);
                 }
-                let mut args = [0u8; GET_MR_FOR_DEST_ARGS_LEN];
-                val.read_bytes(args.get_mut(..want).ok_or(EINVAL)?)?;
-                // Registering memory needs a transport that maps it (issue 4); C's
-                // loopback has none.
-                let inner = s.inner.lock();
-                if inner.bound.is_none() || inner.transport.is_none() {
-                    return Err(enotconn());
+                let mut raw = [0u8; GET_MR_ARGS_LEN];
+                val.read_bytes(&mut raw)?;
+                let args = GetMrArgs::decode(&raw).ok_or(EINVAL)?;
+                s.get_mr(sock, &args).map(|_| ())
+            }
+            RDS_GET_MR_FOR_DEST => {
+                if val.len() != GET_MR_FOR_DEST_ARGS_LEN {
+                    return Err(EINVAL);
                 }
-                Err(eopnotsupp())
+                let mut raw = [0u8; GET_MR_FOR_DEST_ARGS_LEN];
+                val.read_bytes(&mut raw)?;
+                let args = GetMrForDestArgs::decode(&raw).ok_or(EINVAL)?;
+                // As in C, the destination is not used: a registration serves every peer.
+                s.get_mr(sock, &args.as_get_mr_args()).map(|_| ())
             }
             RDS_FREE_MR => {
                 if val.len() != FREE_MR_ARGS_LEN {
                     return Err(EINVAL);
                 }
-                let mut args = [0u8; FREE_MR_ARGS_LEN];
-                val.read_bytes(&mut args)?;
-                // No registration exists on this socket: cookie 0 (flush) needs a transport
-                // that can flush, any other cookie names nothing (C: EINVAL either way).
-                Err(EINVAL)
+                let mut raw = [0u8; FREE_MR_ARGS_LEN];
+                val.read_bytes(&mut raw)?;
+                let args = FreeMrArgs::decode(&raw).ok_or(EINVAL)?;
+                if args.cookie == 0 {
+                    return s.flush_mrs();
+                }
+                s.free_mr(
+                    cookie_key(args.cookie),
+                    args.flags & RDS_RDMA_INVALIDATE != 0,
+                )
             }
+            RDS_BARRIER => barrier(sock, val),
             RDS_RECVERR => {
                 let on = read_bool(val)?;
                 s.data.lock().recverr = on;
@@ -576,4 +597,56 @@ fn cancel_sent_to(sock: &Sock<Rds>, val: &OptVal) -> Result {
     };
     send::drop_to(sock, bound.addr.addr, Some((addr, port)));
     Ok(())
+}
+
+/// `RDS_BARRIER` (rds-rs's extension): reports the high-water mark of the socket's completed
+/// RDMA operations to a destination, after waiting (on a blocking socket, without
+/// `RDS_RDMA_DONTWAIT`) until it reaches `wait_id`. See `Documentation/barrier.md`.
+fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
+    if val.len() != BARRIER_ARGS_LEN {
+        return Err(EINVAL);
+    }
+    let mut raw = [0u8; BARRIER_ARGS_LEN];
+    val.read_bytes(&mut raw)?;
+    let args = BarrierArgs::decode(&raw).ok_or(EINVAL)?;
+    if args.flags & !BARRIER_FLAGS != 0 {
+        return Err(EINVAL);
+    }
+    let dest = parse_send_dest(&args.dest).map_err(addr_error)?;
+    let key = (dest.addr, dest.port);
+    let s = sock.state();
+    let state = |id: u64| -> (u64, BarrierState) {
+        let d = s.data.lock();
+        match d.trackers.get(&key) {
+            Some(t) => (t.mark(), t.barrier(id)),
+            None if id == 0 => (0, BarrierState::Reached),
+            None => (0, BarrierState::NeverIssued),
+        }
+    };
+    let (mut mark, st) = state(args.wait_id);
+    let mut result = Ok(());
+    match st {
+        BarrierState::Reached => {}
+        BarrierState::NeverIssued => return Err(EINVAL),
+        BarrierState::Pending => {
+            if args.flags & RDS_RDMA_DONTWAIT != 0 || sock.nonblocking() {
+                result = Err(EAGAIN);
+            } else {
+                let outcome = sock.wait(sock.rcvtimeo(false), || {
+                    !matches!(state(args.wait_id).1, BarrierState::Pending)
+                });
+                mark = state(args.wait_id).0;
+                result = match outcome {
+                    WaitOutcome::Ready(_) => Ok(()),
+                    WaitOutcome::TimedOut => Err(crate::bindings::net::etimedout()),
+                    WaitOutcome::Interrupted => Err(crate::bindings::net::erestartsys()),
+                };
+            }
+        }
+    }
+    if args.mark_addr != 0 {
+        let addr = usize::try_from(args.mark_addr).map_err(|_| EFAULT)?;
+        UserSlice::new(addr, 8).writer().write(&mark)?;
+    }
+    result
 }

@@ -8,13 +8,16 @@
 //! path of the same connection, with the connection's local address as the source and its
 //! remote address as the destination, sharing the sender's payload, and then settles the
 //! sender's side at once (there is nothing to acknowledge). Unlike C's loopback, congestion is
-//! enforced (see `Documentation/differences-from-c.md`).
+//! enforced and RDMA works (see `Documentation/differences-from-c.md`): the transport copies
+//! between the pinned pages of the two sides, then delivers the message that completes the
+//! operation.
 
 use crate::conn::Conn;
-use crate::message::{IncomingHeader, Message};
-use crate::recv;
-use crate::transport::{Transport, XmitError};
-use kernel::sync::Arc;
+use crate::message::Message;
+use crate::rdma::{execute_loopback, Mr};
+use crate::transport::{MrOps, Transport, XmitError};
+use crate::{recv, send};
+use kernel::{prelude::*, sync::Arc};
 
 /// The loopback transport.
 pub(crate) struct Loopback;
@@ -35,16 +38,40 @@ impl Transport for Loopback {
     }
 
     fn xmit(&self, conn: &Arc<Conn>, msg: &Arc<Message>) -> Result<(), XmitError> {
-        let hdr = IncomingHeader {
-            saddr: conn.key.laddr,
-            daddr: conn.key.faddr,
-            sport: msg.sport,
-            dport: msg.dport,
-            seq: msg.seq(),
-            tos: conn.key.tos,
-        };
-        recv::incoming(conn, hdr, msg).map_err(|_| XmitError::NoMem)?;
+        let inc = recv::make_incoming(conn, msg).map_err(|_| XmitError::NoMem)?;
+        if let Some(op) = &msg.op {
+            if let Err(status) =
+                execute_loopback(&conn.shared.mrs, conn.key.net, conn.key.faddr, op)
+            {
+                // The data did not land: the message is not delivered.
+                send::complete(msg, status);
+                return Ok(());
+            }
+            // A silent operation with nothing else to say sends no message (C: `rds_send_xmit`
+            // clears `data.op_active`).
+            if op.silent && msg.len == 0 && msg.rdma_cookie == 0 {
+                recv::delivered(msg);
+                return Ok(());
+            }
+        }
+        recv::deliver(conn, inc, msg.kind);
         recv::delivered(msg);
         Ok(())
     }
+
+    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
+        Some(&LOOPBACK)
+    }
+}
+
+/// Registrations need nothing from loopback: the core's pinned pages are all it touches, and
+/// a freed registration is unreachable as soon as it leaves the core's index.
+impl MrOps for Loopback {
+    fn register(&self, _mr: &Mr) -> Result {
+        Ok(())
+    }
+
+    fn invalidate(&self, _mr: &Mr) {}
+
+    fn flush(&self) {}
 }

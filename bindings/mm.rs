@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory for RDMA: pinned pages, copies through kernel mappings, mlock accounting.
+//!
+//! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h) (`pin_user_pages_fast`,
+//! `unpin_user_pages_dirty_lock`, `account_locked_vm`),
+//! [`include/linux/highmem.h`](srctree/include/linux/highmem.h) (`memcpy_*_page`).
+//!
+//! A memory registration or an RDMA operation pins the user pages it covers
+//! ([`PinnedPages`]); data moves between pinned pages, or between them and kernel buffers,
+//! through temporary kernel mappings. Long-lived pins are charged to the owner's
+//! `RLIMIT_MEMLOCK` ([`LockedVm`]).
+
+use super::raw;
+use core::{
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicBool, Ordering},
+};
+use kernel::{error::to_result, prelude::*};
+
+/// The page size (x86-64).
+pub(crate) const PAGE_SIZE: usize = 4096;
+
+/// User pages pinned with `pin_user_pages_fast`; unpinned when dropped (and marked dirty if
+/// they were written to).
+///
+/// Dropping sleeps (`unpin_user_pages_dirty_lock` locks pages): drop in process context with
+/// no spinlock held.
+///
+/// # Invariants
+///
+/// Every entry of `pages` is a page pinned by this object, unpinned only in `drop`.
+pub(crate) struct PinnedPages {
+    pages: KVec<*mut raw::page>,
+    dirty: AtomicBool,
+}
+
+// SAFETY: Pinned pages stay valid wherever the pin is held; the helpers that read and write
+// them map them temporarily on the calling CPU, which any thread may do.
+unsafe impl Send for PinnedPages {}
+// SAFETY: Shared access only reads and writes page contents through temporary mappings; the
+// contents are user memory with no Rust-level aliasing guarantees to uphold.
+unsafe impl Sync for PinnedPages {}
+
+impl PinnedPages {
+    /// Pins `nr` pages starting at the page-aligned user address `start`: for writing when
+    /// `write` (data will be stored into them), long-term when `longterm` (a registration that
+    /// outlives the system call). `EFAULT` when not all of them can be pinned.
+    pub(crate) fn pin(start: u64, nr: usize, write: bool, longterm: bool) -> Result<Self> {
+        let nr_c = i32::try_from(nr).map_err(|_| EINVAL)?;
+        let mut pages = KVec::with_capacity(nr, GFP_KERNEL)?;
+        for _ in 0..nr {
+            pages.push(ptr::null_mut(), GFP_KERNEL)?;
+        }
+        let start = usize::try_from(start).map_err(|_| EFAULT)?;
+        // SAFETY: `pages` has room for `nr` page pointers; the helper checks the user range.
+        let got = unsafe {
+            raw::rds_rs_pin_user_pages(start as _, nr_c, write, longterm, pages.as_mut_ptr())
+        };
+        let pinned = usize::try_from(got).unwrap_or(0);
+        if pinned != nr {
+            if pinned > 0 {
+                // SAFETY: The first `pinned` entries were pinned just now and nothing else
+                // knows about them.
+                unsafe { raw::rds_rs_unpin_user_pages(pages.as_mut_ptr(), pinned as _, false) };
+            }
+            return Err(if got < 0 && got != -(raw::EFAULT as i32) {
+                Error::from_errno(got)
+            } else {
+                EFAULT
+            });
+        }
+        // INVARIANT: all `nr` pages are pinned.
+        Ok(Self {
+            pages,
+            dirty: AtomicBool::new(false),
+        })
+    }
+
+    /// Calls `f(page, offset in page, range in the caller's buffer)` for each piece of the byte
+    /// range `[offset, offset + len)` of the pinned memory (counted from the start of the
+    /// first page). `EINVAL` when the range is not inside.
+    fn pieces(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut raw::page, usize, core::ops::Range<usize>),
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.pages.len().saturating_mul(PAGE_SIZE) {
+            return Err(EINVAL);
+        }
+        let mut at = offset;
+        while at < end {
+            let idx = at / PAGE_SIZE;
+            let in_page = at % PAGE_SIZE;
+            let n = (PAGE_SIZE - in_page).min(end - at);
+            let page = *self.pages.get(idx).ok_or(EINVAL)?;
+            f(page, in_page, (at - offset)..(at - offset + n));
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `dst.len()` bytes from `offset` into `dst`.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let len = dst.len();
+        self.pieces(offset, len, |page, off, r| {
+            if let Some(d) = dst.get_mut(r) {
+                // SAFETY: `page` is pinned (type invariant), `off + d.len()` stays within it
+                // (`pieces`), and `d` is valid for writes of its length.
+                unsafe { raw::rds_rs_page_read(page, off, d.as_mut_ptr().cast(), d.len()) };
+            }
+        })
+    }
+
+    /// Copies `src` into the pinned memory at `offset`.
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
+        self.dirty.store(true, Ordering::Relaxed);
+        self.pieces(offset, src.len(), |page, off, r| {
+            if let Some(s) = src.get(r) {
+                // SAFETY: As in `read`, with `s` valid for reads.
+                unsafe { raw::rds_rs_page_write(page, off, s.as_ptr().cast(), s.len()) };
+            }
+        })
+    }
+
+    /// Copies `len` bytes from `self` at `src_off` to `dst` at `dst_off`, page by page.
+    pub(crate) fn copy_to(
+        &self,
+        src_off: usize,
+        dst: &PinnedPages,
+        dst_off: usize,
+        len: usize,
+    ) -> Result {
+        // Validate both ranges before touching anything.
+        self.pieces(src_off, len, |_, _, _| {})?;
+        dst.pieces(dst_off, len, |_, _, _| {})?;
+        dst.dirty.store(true, Ordering::Relaxed);
+        let mut done = 0;
+        while done < len {
+            let s = src_off + done;
+            let d = dst_off + done;
+            let n = (PAGE_SIZE - s % PAGE_SIZE)
+                .min(PAGE_SIZE - d % PAGE_SIZE)
+                .min(len - done);
+            let sp = *self.pages.get(s / PAGE_SIZE).ok_or(EINVAL)?;
+            let dp = *dst.pages.get(d / PAGE_SIZE).ok_or(EINVAL)?;
+            // SAFETY: Both pages are pinned (type invariant) and the pieces stay within them
+            // (`n` is bounded by both pages' remaining bytes; the ranges were checked above).
+            unsafe { raw::rds_rs_page_copy(dp, d % PAGE_SIZE, sp, s % PAGE_SIZE, n) };
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PinnedPages {
+    fn drop(&mut self) {
+        let n = self.pages.len();
+        if n == 0 {
+            return;
+        }
+        // SAFETY: Every entry is a page this object pinned (type invariant); they are unpinned
+        // exactly once, here.
+        unsafe {
+            raw::rds_rs_unpin_user_pages(self.pages.as_mut_ptr(), n as _, *self.dirty.get_mut())
+        };
+    }
+}
+
+/// Pages charged to a task's locked memory (`mm->locked_vm`, limited by `RLIMIT_MEMLOCK`
+/// unless the task has `CAP_IPC_LOCK`); uncharged when dropped (which sleeps: drop in process
+/// context with no spinlock held).
+///
+/// # Invariants
+///
+/// `mm` holds a reference taken by `rds_rs_mm_get`, and `pages` are charged to it.
+pub(crate) struct LockedVm {
+    mm: NonNull<raw::mm_struct>,
+    pages: usize,
+}
+
+// SAFETY: The mm reference and the charge may be released from any task.
+unsafe impl Send for LockedVm {}
+// SAFETY: `&LockedVm` gives no access to anything.
+unsafe impl Sync for LockedVm {}
+
+impl LockedVm {
+    /// Charges `pages` to the calling task: `EPERM` when it may not lock memory at all
+    /// (`can_do_mlock`, as C RDS checks), `ENOMEM` over its limit.
+    pub(crate) fn charge(pages: usize) -> Result<Self> {
+        // SAFETY: The helper has no preconditions.
+        if !unsafe { raw::rds_rs_can_do_mlock() } {
+            return Err(EPERM);
+        }
+        // SAFETY: The helper returns the caller's mm with a new reference, or null.
+        let mm = NonNull::new(unsafe { raw::rds_rs_mm_get() }).ok_or(EFAULT)?;
+        // SAFETY: `mm` is referenced above.
+        if let Err(e) = to_result(unsafe { raw::rds_rs_mm_account(mm.as_ptr(), pages as _, true) })
+        {
+            // SAFETY: Drops the reference taken above.
+            unsafe { raw::rds_rs_mm_put(mm.as_ptr()) };
+            return Err(e);
+        }
+        // INVARIANT: referenced and charged.
+        Ok(Self { mm, pages })
+    }
+}
+
+impl Drop for LockedVm {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `mm` is referenced and `pages` are charged to it;
+        // both are given back exactly once, here.
+        unsafe {
+            raw::rds_rs_mm_account(self.mm.as_ptr(), self.pages as _, false);
+            raw::rds_rs_mm_put(self.mm.as_ptr());
+        }
+    }
+}
+
+/// A random `u32` from the kernel's RNG (`get_random_u32`), for unguessable keys.
+pub(crate) fn random_u32() -> u32 {
+    // SAFETY: The helper has no preconditions.
+    unsafe { raw::rds_rs_random_u32() }
+}
+
+/// Whether the calling task may lock memory at all (`can_do_mlock`).
+pub(crate) fn can_do_mlock() -> bool {
+    // SAFETY: The helper has no preconditions.
+    unsafe { raw::rds_rs_can_do_mlock() }
+}
