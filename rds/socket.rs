@@ -601,7 +601,7 @@ fn cancel_sent_to(sock: &Sock<Rds>, val: &OptVal) -> Result {
 
 /// `RDS_BARRIER` (rds-rs's extension): reports the high-water mark of the socket's completed
 /// RDMA operations to a destination, after waiting (on a blocking socket, without
-/// `RDS_RDMA_DONTWAIT`) until it reaches `wait_id`. See `Documentation/barrier.md`.
+/// `RDS_RDMA_DONTWAIT`) until it reaches `wait_id`. See `Documentation/rdma.md`.
 fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
     if val.len() != BARRIER_ARGS_LEN {
         return Err(EINVAL);
