@@ -28,7 +28,7 @@ bash "$here/setup.sh" || { count setup 1; finish; }
 step "host: formatting and lints"
 cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
 # The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
-rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
+rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
 count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
 cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
 count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
@@ -59,6 +59,8 @@ tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import jso
 # RDS/IB accept in 6.12 (Documentation/c-rds-findings.md). Guest a runs nothing but the C
 # modules; KASAN, kmemleak and the other detectors stay on. Guest b, where rds_rs runs, keeps
 # lockdep on.
+# The bound: boot (up to ~100 s under TCG on a busy host), the socket suites (~60 s per half),
+# the 100,000-message load test (110-170 s per half against C), the ping-pong, kmemleak scans.
 step "guests: suite (C RDS and rds_rs) + two-guest RDS/IB ping-pong, debug kernel"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
@@ -68,7 +70,7 @@ guest_a="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/a" "$kdir" "$modul
  CHAINED=after $(q "$pair" server "$res/a" "$kdir" "$tests_bin" 192.0.2.1 192.0.2.2 4000 20 rxe "$res/b")"
 guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin" rs);
  CHAINED=after $(q "$pair" client "$res/b" "$kdir" "$tests_bin" 192.0.2.2 192.0.2.1 4000 20 rxe "$res/a")"
-python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 480 --port "$port" \
+python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 900 --port "$port" \
   --append-a lockdep.prove_locking=0 --a "$guest_a" --b "$guest_b" || count harness_two $?
 
 step "judging guest results"
@@ -85,9 +87,32 @@ for impl in c:a rs:b; do
   for name in recverr_get_after_set transport_after_bind settos_loopback gettos_default; do
     expect+=(--expect "$res/$g/sockopt.$impl.tap:$name")
   done
+  for check in sendrecv:recv_v4_same_addr sendrecv:recv_v6 sendrecv:order_per_pair \
+      sendrecv:msg_peek sendrecv:recv_exactly_1mib sendrecv:send_to_unbound_port \
+      sendrecv:recv_iov_unmapped sendrecv:recv_name_unmapped \
+      cmsg:cmsg_dest_and_args cmsg:controllen_1m_zeros cmsg:delivered_only_ok \
+      poll:poll_after_arrival poll:poll_after_reading_all poll:poll_blocked_woken \
+      sockopt2:cancel_after_delivery sockopt2:timestamp_cmsg sockopt2:rxpath_cmsg \
+      info:info_sockets_list info:info_connections_list info:info_recv_messages_list \
+      info:info_counter_delta_recv_delivered info:info_buffer_unmapped \
+      ping:ping_loopback ping:ping_counters ping:ping_disabled_no_pong \
+      sysctl:sysctl_ping_enable_default sysctl:sysctl_max_unacked_bytes_mode \
+      netns-traffic:netns_send_to_other_namespace netns-traffic:netns_info_sockets_new \
+      close-race:close_while_sending close-race:churn_threads \
+      load:load_finished_in_time load:load_messages load:load_rcvbuf_accounting \
+      load:load_workers_exit; do
+    expect+=(--expect "$res/$g/${check%%:*}.$impl.tap:${check#*:}")
+  done
 done
 expect+=(--expect "$res/a/netns-c.tap:netns_bind_same_port_other_namespace"
          --expect "$res/b/netns-rs.tap:netns_bind_same_port_other_namespace")
+for impl in c:a rs:b; do
+  g=${impl#*:}; impl=${impl%:*}
+  for check in cong:cong_nonblocking_send cong:cong_update_cmsg cong:cong_blocking_send \
+      ping-cross:ping_cross_address_pong; do
+    expect+=(--expect "$res/$g/${check%%:*}-$impl.tap:${check#*:}")
+  done
+done
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")
 done

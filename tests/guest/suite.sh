@@ -15,15 +15,32 @@ kmemleak_clear
 kunit_cases=$(grep -c '^	KUNIT_CASE(' "$(dirname "$0")/../../rds/kunit.c")
 rs_loads=0
 
+# The datapath suites, paired: X.IMPL.tap from each implementation (IMPL c or rs). The load
+# test (8 processes, 64 sockets, 100,000 messages) is the long one: 110-170 s against C on
+# the debug kernel under TCG; its own bound is 600 s.
+LOAD_MESSAGES=${LOAD_MESSAGES:-100000}
+datapath() {
+  local impl=$1 s
+  for s in sendrecv cmsg poll sockopt2 info ping sysctl netns-traffic close-race; do
+    run_prog harness.tap "${s}_$impl" "$TESTS" "$s" > "$OUT/$s.$impl.tap"
+  done
+  run_prog harness.tap "load_$impl" "$TESTS" load "$LOAD_MESSAGES" 600 > "$OUT/load.$impl.tap"
+}
+
 # In-tree C RDS.
 if [ "$PART" != rs ]; then
 if load_c; then
   run_prog harness.tap socket_c "$TESTS" socket > "$OUT/socket.c.tap"
   run_prog harness.tap bind_c "$TESTS" bind > "$OUT/bind.c.tap"
   run_prog harness.tap sockopt_c "$TESTS" sockopt > "$OUT/sockopt.c.tap"
-  # A documented difference (Documentation/differences-from-c.md): C's bind table ignores
-  # namespaces. Not paired with the rds_rs run (files not named *.c.tap / *.rs.tap).
+  datapath c
+  # Documented differences (Documentation/differences-from-c.md), not paired with the rds_rs
+  # run (files not named *.c.tap / *.rs.tap): C's bind table ignores namespaces; C's
+  # loopback never congests; C's pong between two loopback addresses goes to the pinged
+  # address.
   run_prog harness.tap netns_c "$TESTS" netns EADDRINUSE > "$OUT/netns-c.tap"
+  run_prog harness.tap cong_c "$TESTS" cong never > "$OUT/cong-c.tap"
+  run_prog harness.tap ping_cross_c "$TESTS" ping-cross other > "$OUT/ping-cross-c.tap"
   unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
 else
   tap harness.tap not load_c failed "insmod of the C modules failed"
@@ -36,7 +53,10 @@ if load_rs; then
   run_prog harness.tap socket_rs "$TESTS" socket > "$OUT/socket.rs.tap"
   run_prog harness.tap bind_rs "$TESTS" bind > "$OUT/bind.rs.tap"
   run_prog harness.tap sockopt_rs "$TESTS" sockopt > "$OUT/sockopt.rs.tap"
+  datapath rs
   run_prog harness.tap netns_rs "$TESTS" netns OK > "$OUT/netns-rs.tap"
+  run_prog harness.tap cong_rs "$TESTS" cong congests > "$OUT/cong-rs.tap"
+  run_prog harness.tap ping_cross_rs "$TESTS" ping-cross pinger > "$OUT/ping-cross-rs.tap"
   # A socket held open pins the module: rmmod must fail with EBUSY and change nothing.
   "$TESTS" hold 60 > "$OUT/hold.out" 2>&1 & holder=$!
   for _ in $(seq 300); do grep -q holding "$OUT/hold.out" && break; sleep 0.1; done

@@ -133,7 +133,7 @@ fn client(
                 continue;
             }
             let (n, from) = s.recv_from(&mut buf).map_err(|e| format!("recv: {e}"))?;
-            if from != dest {
+            if from != std::net::SocketAddr::V4(dest) {
                 break 'outer Err(format!("pong from {from}, expected {dest}"));
             }
             match parse_seq(&buf[..n], "pong") {
