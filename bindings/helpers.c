@@ -6,6 +6,7 @@
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/random.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
@@ -203,6 +204,11 @@ s64 rds_rs_real_time_ns(void)
  * Whether all of [addr, addr + len) is mapped writable user memory (faulting it in without
  * writing to it), as C RDS's info getsockopt finds out by pinning the pages.
  */
+u64 rds_rs_local_clock(void)
+{
+	return local_clock();
+}
+
 bool rds_rs_user_writable(void __user *addr, size_t len)
 {
 	return fault_in_safe_writeable(addr, len) == 0;

@@ -70,6 +70,7 @@ void rds_rs_msg_add_flags(struct msghdr *msg, int flags);
 /* Workqueues, time, user memory. */
 struct workqueue_struct *rds_rs_alloc_workqueue(const char *name);
 s64 rds_rs_real_time_ns(void);
+u64 rds_rs_local_clock(void);
 bool rds_rs_user_writable(void __user *addr, size_t len);
 
 /* User memory for RDMA: pinning, copying through kernel mappings, mlock accounting. */

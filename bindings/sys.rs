@@ -206,3 +206,9 @@ pub(crate) fn sleep_briefly() {
     // SAFETY: `msleep` only sleeps; callers are in process context.
     unsafe { raw::msleep(1) }
 }
+
+/// The CPU-local clock in nanoseconds (`local_clock`), for receive-path latency traces.
+pub(crate) fn local_clock_ns() -> u64 {
+    // SAFETY: The helper has no preconditions.
+    unsafe { raw::rds_rs_local_clock() }
+}

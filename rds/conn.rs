@@ -332,11 +332,17 @@ impl ConnTable {
         let fcong = shared.cong.get(key.net, key.faddr)?;
         let conn = Conn::new(key, shared.clone(), transport, fcong)?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let mut conns = self.conns.lock();
-        if let Some(c) = conns.get(&key) {
-            return Ok(c.clone());
+        {
+            let mut conns = self.conns.lock();
+            if let Some(c) = conns.get(&key) {
+                return Ok(c.clone());
+            }
+            conns.insert(node.into_node(key, conn.clone()));
         }
-        conns.insert(node.into_node(key, conn.clone()));
+        // A connection that comes up sends its local congestion map first; over loopback C
+        // hands it straight to the remote map's update (`rds_cong_map_updated(map, ~0)`),
+        // which pollers and monitors see. Do the same.
+        shared.cong.updated(!0);
         Ok(conn)
     }
 

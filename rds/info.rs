@@ -20,13 +20,19 @@ use crate::proto::{
     SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_SOCKET_LEN, INFO_CONNECTION_LEN,
     INFO_COUNTER_LEN, INFO_MESSAGE_LEN, INFO_SOCKET_LEN, RDS6_INFO_CONNECTIONS,
     RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES,
-    RDS6_INFO_SOCKETS, RDS_INFO_CONNECTIONS, RDS_INFO_CONNECTION_FLAG_CONNECTED,
-    RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_COUNTERS, RDS_INFO_RECV_MESSAGES,
-    RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS,
+    RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS, RDS_INFO_CONNECTIONS,
+    RDS_INFO_CONNECTION_FLAG_CONNECTED, RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_COUNTERS,
+    RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS,
+    RDS_INFO_TCP_SOCKETS,
 };
 use crate::socket::{Rds, Shared};
 use crate::stats;
 use kernel::{alloc::Flags, prelude::*};
+
+/// `sizeof(struct rds_info_tcp_socket)` (packed).
+const INFO_TCP_SOCKET_LEN: usize = 41;
+/// `sizeof(struct rds6_info_tcp_socket)` (packed).
+const INFO6_TCP_SOCKET_LEN: usize = 64;
 
 /// `ENOSPC`.
 fn enospc() -> Error {
@@ -85,6 +91,10 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
         RDS6_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, true)?,
         RDS_INFO_SOCKETS => sockets(shared, net, ulen, false)?,
         RDS6_INFO_SOCKETS => sockets(shared, net, ulen, true)?,
+        // The TCP transport's sockets: rds-rs has no TCP connections, so the lists are
+        // empty (C reports them once rds_tcp is loaded, which its sockets always need).
+        RDS_INFO_TCP_SOCKETS => Records::new(INFO_TCP_SOCKET_LEN),
+        RDS6_INFO_TCP_SOCKETS => Records::new(INFO6_TCP_SOCKET_LEN),
         _ => return Err(enoprotoopt()),
     };
     match info_outcome(ulen, recs.each, recs.nr) {

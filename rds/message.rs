@@ -233,6 +233,9 @@ pub(crate) struct Incoming {
     pub(crate) data: Arc<Payload>,
     /// When it was queued (nanoseconds of real time), 0 when `SO_TIMESTAMP` was off.
     pub(crate) rx_tstamp: AtomicI64,
+    /// When it was queued (`local_clock`), for `SO_RDS_MSG_RXPATH_LATENCY` (C:
+    /// `i_rx_lat_trace[RDS_MSG_RX_END]`).
+    pub(crate) rx_end: AtomicU64,
     /// The RDMA cookie of an `RDMA_DEST` extension header, 0 for none.
     pub(crate) rdma_cookie: u64,
     /// The r_key of the RDMA operation this message completes (`RDS_EXTHDR_RDMA`).
@@ -286,6 +289,7 @@ impl Incoming {
                 tos: hdr.tos,
                 data,
                 rx_tstamp: AtomicI64::new(0),
+                rx_end: AtomicU64::new(0),
                 rdma_cookie: hdr.rdma_cookie,
                 rdma_rkey: hdr.rdma_rkey,
             }),

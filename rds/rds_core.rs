@@ -62,8 +62,13 @@ struct RdsModule {
 
 impl kernel::Module for RdsModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        // /proc/sys/net/rds exists while C RDS is loaded; then the family registration below
+        // fails with EEXIST, which is the error to report. Without C RDS, a failure here is a
+        // shortage of memory, not worth refusing to load for.
+        let sysctl = bindings::sys::SysctlRegistration::new()
+            .inspect_err(|_| pr_warn!("cannot register /proc/sys/net/rds\n"))
+            .ok();
         let shared = socket::Shared::new()?;
-        let sysctl = bindings::sys::SysctlRegistration::new()?;
         let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
         let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
             .inspect_err(|e| {
@@ -76,7 +81,7 @@ impl kernel::Module for RdsModule {
         Ok(Self {
             family: Some(family),
             pernet: Some(pernet),
-            sysctl: Some(sysctl),
+            sysctl,
             shared,
         })
     }

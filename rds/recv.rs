@@ -18,7 +18,8 @@ use crate::message::{Incoming, IncomingHeader, Message, MsgKind};
 use crate::proto::RDS_RDMA_SUCCESS;
 use crate::proto::{
     cmsg_space, encode_sockaddr, monitor_mask, CongChange, RdmaNotify, SockAddr, Stat, PROBE_PORT,
-    RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_STATUS, SOL_RDS, SOL_SOCKET,
+    RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS,
+    SOL_SOCKET,
 };
 use crate::send;
 use crate::socket::{Rds, RdsSocket};
@@ -113,6 +114,8 @@ pub(crate) fn deliver(conn: &Arc<Conn>, inc: ListArc<Incoming>, kind: MsgKind) {
         inc.rx_tstamp
             .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
     }
+    inc.rx_end
+        .store(sys::local_clock_ns(), core::sync::atomic::Ordering::Relaxed);
     sock.state().queue_incoming(&sock, inc);
 }
 
@@ -364,6 +367,30 @@ fn put_recv_cmsgs(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, inc: &Incoming) -> Res
             SO_TIMESTAMP_OLD
         };
         msg.put_cmsg(SOL_SOCKET, kind, &tv)?;
+    }
+    let (n, pos) = {
+        let d = sock.state().data.lock();
+        (d.rx_traces, d.rx_trace_pos)
+    };
+    if n > 0 {
+        // C: `rds_cmsg_recv`'s `struct rds_cmsg_rx_trace` (u8 count, u8 positions[3], 4 bytes
+        // of padding, u64 deltas[3]). The trace points of a loopback message: the header and
+        // reassembly points are never set (0), the end is when it was queued, the last is now.
+        let points = [
+            0,
+            0,
+            inc.rx_end.load(core::sync::atomic::Ordering::Relaxed),
+            sys::local_clock_ns(),
+        ];
+        let mut t = [0u8; 32];
+        t[0] = n;
+        for i in 0..usize::from(n.min(3)) {
+            let j = usize::from(pos[i]);
+            t[1 + i] = pos[i];
+            let d = points[(j + 1).min(3)].wrapping_sub(points[j.min(3)]);
+            t[8 + 8 * i..16 + 8 * i].copy_from_slice(&d.to_ne_bytes());
+        }
+        msg.put_cmsg(SOL_RDS, RDS_CMSG_RXPATH_LATENCY, &t)?;
     }
     Ok(())
 }

@@ -21,8 +21,7 @@ use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs,
-    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED,
-    RDS_RDMA_SUCCESS,
+    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};

@@ -231,6 +231,10 @@ pub(crate) struct SockData {
     pub(crate) cong_track: u64,
     /// The congestion map of the bound address and the bound port.
     pub(crate) cong: Option<(Arc<CongMap>, u16)>,
+    /// `SO_RDS_MSG_RXPATH_LATENCY`: how many trace points to report (C: `rs_rx_traces`).
+    pub(crate) rx_traces: u8,
+    /// Which trace points (C: `rs_rx_trace`).
+    pub(crate) rx_trace_pos: [u8; 3],
 }
 
 impl SockData {
@@ -249,6 +253,8 @@ impl SockData {
             seen_congestion: false,
             cong_track: 0,
             cong: None,
+            rx_traces: 0,
+            rx_trace_pos: [0; 3],
         }
     }
 }
@@ -494,8 +500,8 @@ impl Family for Rds {
                 Ok(())
             }
             SO_RDS_MSG_RXPATH_LATENCY => {
-                // C: rds_recv_track_latency, with its EFAULTs for bad arguments. Latency
-                // traces are not collected; a valid request is accepted and reports none.
+                // C: rds_recv_track_latency, with its EFAULTs for bad arguments (a bad
+                // position also switches tracing off).
                 if val.len() != RX_TRACE_SO_LEN {
                     return Err(EFAULT);
                 }
@@ -505,9 +511,13 @@ impl Family for Rds {
                 if n > RX_TRACE_MAX {
                     return Err(EFAULT);
                 }
+                let mut d = s.data.lock();
                 if pos.iter().take(n as usize).any(|&p| p >= RX_TRACE_MAX) {
+                    d.rx_traces = 0;
                     return Err(EFAULT);
                 }
+                d.rx_traces = n;
+                d.rx_trace_pos = pos;
                 Ok(())
             }
             _ => Err(enoprotoopt()),
@@ -532,7 +542,8 @@ impl Family for Rds {
                 .map_or(RDS_TRANS_NONE, TransportKind::number),
             _ => return Err(enoprotoopt()),
         };
-        if len < core::mem::size_of::<i32>() as i32 {
+        // C compares the signed length with a `size_t`: a negative length passes.
+        if (0..core::mem::size_of::<i32>() as i32).contains(&len) {
             return Err(EINVAL);
         }
         out.put_int(value)?;
