@@ -3,10 +3,19 @@
 #   make test   run every test (host, KUnit, guests); ends with "N passed, N failed"
 # Both set up what they need (Debian packages, bindgen-cli, virtme-ng, the kernels) on first use
 # and cache the kernel builds in ~/.cache/rds-rs.
-.PHONY: demo test setup kernel module fmt clean
+.PHONY: demo test bench soak setup kernel module fmt clean
 
 demo:
 	@bash scripts/demo.sh
+
+# rds-stress against C RDS and rds_rs side by side (plain kernel, one guest): a table of rates
+# and ratios. BENCH_SECS and BENCH_CONFIGS adjust it (see scripts/bench.sh).
+bench:
+	@bash scripts/bench.sh
+
+# `rds-tests load 1000000` against rds_rs on the debug kernel (SOAK_COUNT, SOAK_TIMEOUT).
+soak:
+	@bash scripts/bench.sh --soak
 
 test:
 	@bash scripts/test.sh
@@ -20,7 +29,7 @@ module: setup
 
 fmt:
 	cargo fmt --all
-	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs bindings/*.rs
+	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs bindings/*.rs
 
 clean:
 	rm -rf target

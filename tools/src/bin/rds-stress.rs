@@ -1,0 +1,1344 @@
+//! `rds-stress`: sends requests and acknowledgements between two groups of tasks over RDS
+//! sockets and verifies every message, as the classic rds-stress of rds-tools does.
+//!
+//! ```text
+//! rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
+//!            [-a ack_bytes] [-T seconds] [-o] [-V] [-v]
+//! ```
+//! Without `-s` it is the passive instance (server): it listens on TCP `port` for one active
+//! instance (client), which sends it the options. From then on both behave the same: each
+//! starts `tasks` threads, each with one RDS socket (the server's bound to `port+1`,
+//! `port+2`, ...; the client's to free ports), keeping `depth` requests outstanding to every
+//! task of the other side and answering each request it receives with an ack. With `-o` only
+//! the client sends requests. Every second each instance prints a line of statistics; after
+//! `-T` seconds (or SIGINT) they stop sending, wait for every outstanding request to be
+//! acked, exchange their totals over the TCP connection, and print a summary.
+//!
+//! Every message starts with a 32-byte header (magic, kind, source and destination task,
+//! length, sequence number, payload checksum, header checksum) and carries a payload taken
+//! from a fixed pseudo-random pattern at an offset derived from the header. The receiver
+//! checks the sender, the header, the length, that sequence numbers arrive in order without
+//! gaps, that every ack matches the oldest outstanding request, and every payload byte (with
+//! `-V` also a payload checksum). Any difference is a verification error; the exit status is
+//! 0 only if there were none, every request was acked, and both sides' totals agree.
+//!
+//! Sends never block: `EAGAIN` (send buffer full) and `ENOBUFS` (destination port
+//! congested) are counted and retried after polling, while the task keeps receiving.
+
+use librds::RdsSocket;
+use rds_tools::getopt::{self, Arg};
+use rds_tools::sys::{self, Received};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "\
+usage: rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
+                  [-a ack_bytes] [-T seconds] [-o] [-V] [-v]
+  -r addr   local address (default: that of the TCP control connection)
+  -s addr   the passive instance to connect to; without -s, be the passive instance
+  -p port   TCP control port; server tasks bind port+1.. (default 4000)
+  -t n      tasks (threads, one RDS socket each) per side (default 1)
+  -d n      requests each task keeps outstanding to each peer task (default 1)
+  -q bytes  request size, K/M suffixes allowed (default 1024; at least 32)
+  -a bytes  ack size (default 1024; at least 32)
+  -T secs   stop after this many seconds (default: at SIGINT)
+  -o        one-way: only the active instance sends requests
+  -V        also checksum every payload (on top of the byte-by-byte check)
+  -v        verbose: per-task totals at the end
+(the options after -s are sent to the passive instance; -r and -p apply to each side)";
+
+/// Bytes of the stress header at the start of every message.
+const HDR: usize = 32;
+const MAGIC: u32 = 0x5244_5354; // "RDST"
+const KIND_REQ: u8 = 1;
+const KIND_ACK: u8 = 2;
+const FLAG_PCSUM: u8 = 1;
+/// Offsets into the payload pattern are taken modulo this.
+const PATTERN_SPREAD: usize = 251;
+/// Bytes RDS adds to each message in flight (its header), for sizing the socket buffers.
+const RDS_OVERHEAD: usize = 64;
+/// How long the end of a run may take: outstanding requests acked, the peer's totals read.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
+const PEER_DONE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the client keeps trying to reach a server that is not listening yet.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Verification errors printed per task (all are counted).
+const MAX_PRINTED_ERRORS: u64 = 10;
+const CONTROL_MAGIC: &[u8; 4] = b"RDSS";
+
+#[derive(Clone, Debug)]
+struct Opts {
+    local: Option<Ipv4Addr>,
+    remote: Option<Ipv4Addr>,
+    port: u16,
+    params: Params,
+    verbose: bool,
+}
+
+/// What both instances run with (the client's options, sent to the server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Params {
+    tasks: u32,
+    depth: u32,
+    req: u32,
+    ack: u32,
+    secs: u32,
+    one_way: bool,
+    pcsum: bool,
+}
+
+fn parse_opts() -> Result<Opts, String> {
+    let args = getopt::parse(std::env::args().skip(1), "r:s:p:t:d:q:a:T:oVvch")
+        .map_err(|e| e.to_string())?;
+    let mut o = Opts {
+        local: None,
+        remote: None,
+        port: 4000,
+        params: Params {
+            tasks: 1,
+            depth: 1,
+            req: 1024,
+            ack: 1024,
+            secs: 0,
+            one_way: false,
+            pcsum: false,
+        },
+        verbose: false,
+    };
+    let e = |x: getopt::Error| x.to_string();
+    for a in args {
+        match a {
+            Arg::Opt('r', v) => o.local = Some(getopt::value('r', &v).map_err(e)?),
+            Arg::Opt('s', v) => o.remote = Some(getopt::value('s', &v).map_err(e)?),
+            Arg::Opt('p', v) => o.port = getopt::value('p', &v).map_err(e)?,
+            Arg::Opt('t', v) => o.params.tasks = getopt::value('t', &v).map_err(e)?,
+            Arg::Opt('d', v) => o.params.depth = getopt::value('d', &v).map_err(e)?,
+            Arg::Opt('q', v) => o.params.req = size32('q', &v)?,
+            Arg::Opt('a', v) => o.params.ack = size32('a', &v)?,
+            Arg::Opt('T', v) => o.params.secs = getopt::value('T', &v).map_err(e)?,
+            Arg::Opt('o', _) => o.params.one_way = true,
+            Arg::Opt('V', _) => o.params.pcsum = true,
+            Arg::Opt('v', _) => o.verbose = true,
+            // The classic tool's -c (CPU use) is always on here.
+            Arg::Opt('c', _) => {}
+            Arg::Opt('h', _) => return Err(String::new()),
+            Arg::Opt(c, _) => return Err(format!("invalid option -- '{c}'")),
+            Arg::Operand(s) => return Err(format!("unexpected argument '{s}'")),
+        }
+    }
+    check_params(&o.params)?;
+    if o.params.tasks as usize + o.port as usize > 65535 {
+        return Err(format!(
+            "ports {}..{} out of range",
+            o.port + 1,
+            o.port as u32 + o.params.tasks
+        ));
+    }
+    Ok(o)
+}
+
+fn size32(c: char, v: &Option<String>) -> Result<u32, String> {
+    let n = getopt::size(c, v).map_err(|e| e.to_string())?;
+    u32::try_from(n).map_err(|_| format!("-{c} {n} too large"))
+}
+
+fn check_params(p: &Params) -> Result<(), String> {
+    if p.tasks == 0 || p.tasks > 256 {
+        return Err(format!("tasks {} out of range 1..256", p.tasks));
+    }
+    if p.depth == 0 || p.depth > 4096 {
+        return Err(format!("depth {} out of range 1..4096", p.depth));
+    }
+    for (c, v) in [('q', p.req), ('a', p.ack)] {
+        if (v as usize) < HDR || v as usize > sys::RDS_MAX_MSG_SIZE {
+            return Err(format!(
+                "-{c} {v}: messages must be {HDR}..{} bytes",
+                sys::RDS_MAX_MSG_SIZE
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let o = match parse_opts() {
+        Ok(o) => o,
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("rds-stress: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    sys::catch_interrupts();
+    let r = if o.remote.is_some() {
+        client(&o)
+    } else {
+        server(&o)
+    };
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("rds-stress: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+// ---- control connection ----------------------------------------------------------------
+
+/// Builds a control message.
+#[derive(Default)]
+struct Wire(Vec<u8>);
+
+impl Wire {
+    fn u32(mut self, v: u32) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn u64(mut self, v: u64) -> Self {
+        self.0.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+    fn bytes(mut self, b: &[u8]) -> Self {
+        self.0.extend_from_slice(b);
+        self
+    }
+}
+
+/// Reads a control message.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        if self.0.len() < n {
+            return Err("control message too short".into());
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().unwrap_or_default(),
+        ))
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().unwrap_or_default(),
+        ))
+    }
+}
+
+fn send_frame(tcp: &mut TcpStream, msg: &[u8]) -> Result<(), String> {
+    let mut f = Vec::with_capacity(msg.len() + 4);
+    f.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+    f.extend_from_slice(msg);
+    tcp.write_all(&f)
+        .map_err(|e| format!("control connection: write: {e}"))
+}
+
+fn recv_frame(tcp: &mut TcpStream, timeout: Duration) -> Result<Vec<u8>, String> {
+    tcp.set_read_timeout(Some(timeout))
+        .map_err(|e| format!("control connection: {e}"))?;
+    let rd = |tcp: &mut TcpStream, b: &mut [u8]| {
+        tcp.read_exact(b).map_err(|e| match e.kind() {
+            io::ErrorKind::UnexpectedEof => "the peer closed the control connection".to_string(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => format!(
+                "the peer did not answer on the control connection within {} s",
+                timeout.as_secs()
+            ),
+            _ => format!("control connection: read: {e}"),
+        })
+    };
+    let mut l = [0u8; 4];
+    rd(tcp, &mut l)?;
+    let n = u32::from_le_bytes(l) as usize;
+    if n > 1 << 20 {
+        return Err(format!("control message of {n} bytes"));
+    }
+    let mut b = vec![0u8; n];
+    rd(tcp, &mut b)?;
+    Ok(b)
+}
+
+fn hello(p: &Params, addr: Ipv4Addr, ports: &[u16]) -> Vec<u8> {
+    let flags = u32::from(p.one_way) | (u32::from(p.pcsum) << 1);
+    let mut w = Wire::default()
+        .bytes(CONTROL_MAGIC)
+        .u32(p.tasks)
+        .u32(p.depth)
+        .u32(p.req)
+        .u32(p.ack)
+        .u32(p.secs)
+        .u32(flags)
+        .bytes(&addr.octets())
+        .u32(ports.len() as u32);
+    for &port in ports {
+        w = w.u32(port.into());
+    }
+    w.0
+}
+
+/// Parses a hello (or, with `params` false, a reply): parameters, address and ports.
+fn parse_hello(b: &[u8]) -> Result<(Params, Ipv4Addr, Vec<u16>), String> {
+    let mut r = Reader(b);
+    if r.take(4)? != CONTROL_MAGIC {
+        return Err("the peer is not an rds-stress of this kind (bad control magic)".into());
+    }
+    let tasks = r.u32()?;
+    let depth = r.u32()?;
+    let req = r.u32()?;
+    let ack = r.u32()?;
+    let secs = r.u32()?;
+    let flags = r.u32()?;
+    let a = r.take(4)?;
+    let addr = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
+    let n = r.u32()? as usize;
+    let mut ports = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        ports.push(r.u32()? as u16);
+    }
+    let p = Params {
+        tasks,
+        depth,
+        req,
+        ack,
+        secs,
+        one_way: flags & 1 != 0,
+        pcsum: flags & 2 != 0,
+    };
+    Ok((p, addr, ports))
+}
+
+/// What each side tells the other at the end.
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    ok: bool,
+    req_sent: u64,
+    req_acked: u64,
+    req_rcvd: u64,
+    errors: u64,
+}
+
+fn done_msg(t: &Totals) -> Vec<u8> {
+    Wire::default()
+        .bytes(b"DONE")
+        .u32(t.ok.into())
+        .u64(t.req_sent)
+        .u64(t.req_acked)
+        .u64(t.req_rcvd)
+        .u64(t.errors)
+        .0
+}
+
+fn drained_msg(drained: bool) -> Vec<u8> {
+    Wire::default().bytes(b"DRND").u32(drained.into()).0
+}
+
+fn parse_drained(b: &[u8]) -> Result<bool, String> {
+    let mut r = Reader(b);
+    if r.take(4)? != b"DRND" {
+        return Err("unexpected control message from the peer".into());
+    }
+    Ok(r.u32()? != 0)
+}
+
+fn parse_done(b: &[u8]) -> Result<Totals, String> {
+    let mut r = Reader(b);
+    if r.take(4)? != b"DONE" {
+        return Err("unexpected control message from the peer".into());
+    }
+    Ok(Totals {
+        ok: r.u32()? != 0,
+        req_sent: r.u64()?,
+        req_acked: r.u64()?,
+        req_rcvd: r.u64()?,
+        errors: r.u64()?,
+    })
+}
+
+// ---- roles ---------------------------------------------------------------------------------
+
+fn client(o: &Opts) -> Result<bool, String> {
+    let remote = o.remote.unwrap_or(Ipv4Addr::LOCALHOST);
+    let t0 = Instant::now();
+    let mut tcp = loop {
+        match TcpStream::connect((remote, o.port)) {
+            Ok(s) => break s,
+            Err(e)
+                if e.kind() == io::ErrorKind::ConnectionRefused
+                    && t0.elapsed() < CONNECT_TIMEOUT
+                    && !interrupted() =>
+            {
+                thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => return Err(format!("connecting to {remote}:{}: {e}", o.port)),
+        }
+    };
+    let _ = tcp.set_nodelay(true);
+    let local = match o.local {
+        Some(a) => a,
+        None => match tcp.local_addr() {
+            Ok(SocketAddr::V4(a)) => *a.ip(),
+            _ => return Err("no IPv4 address on the control connection".into()),
+        },
+    };
+    let p = o.params;
+    let socks = open_sockets(&p, local, None)?;
+    let ports: Vec<u16> = socks.iter().map(|(_, port)| *port).collect();
+    send_frame(&mut tcp, &hello(&p, local, &ports))?;
+    let reply = recv_frame(&mut tcp, Duration::from_secs(30))?;
+    if reply.starts_with(b"FAIL") {
+        return Err(format!(
+            "the passive instance refused: {}",
+            String::from_utf8_lossy(&reply[4..])
+        ));
+    }
+    let (_, peer_addr, peer_ports) = parse_hello(&reply)?;
+    let peers = peer_ports
+        .iter()
+        .map(|&port| SocketAddrV4::new(peer_addr, port))
+        .collect();
+    run(o, "client", p, socks, peers, tcp)
+}
+
+fn server(o: &Opts) -> Result<bool, String> {
+    let laddr = o.local.unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let l = TcpListener::bind((laddr, o.port))
+        .map_err(|e| format!("listening on {laddr}:{}: {e}", o.port))?;
+    println!("waiting for a client on {laddr}:{} (TCP)", o.port);
+    flush();
+    let (mut tcp, from) = accept(&l)?;
+    let _ = tcp.set_nodelay(true);
+    let hello_b = recv_frame(&mut tcp, Duration::from_secs(30))?;
+    let (p, peer_addr, peer_ports) = parse_hello(&hello_b)?;
+    if let Err(e) = check_params(&p) {
+        let _ = send_frame(
+            &mut tcp,
+            &Wire::default().bytes(b"FAIL").bytes(e.as_bytes()).0,
+        );
+        return Err(format!("client {from} asked for: {e}"));
+    }
+    if p.tasks as usize + o.port as usize > 65535 {
+        let e = "task ports out of range".to_string();
+        let _ = send_frame(
+            &mut tcp,
+            &Wire::default().bytes(b"FAIL").bytes(e.as_bytes()).0,
+        );
+        return Err(e);
+    }
+    let local = match o.local {
+        Some(a) => a,
+        None => match tcp.local_addr() {
+            Ok(SocketAddr::V4(a)) => *a.ip(),
+            _ => return Err("no IPv4 address on the control connection".into()),
+        },
+    };
+    let socks = match open_sockets(&p, local, Some(o.port)) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = send_frame(
+                &mut tcp,
+                &Wire::default().bytes(b"FAIL").bytes(e.as_bytes()).0,
+            );
+            return Err(e);
+        }
+    };
+    let ports: Vec<u16> = socks.iter().map(|(_, port)| *port).collect();
+    // The reply goes out only once every task's socket is bound: the client starts sending
+    // when it arrives.
+    send_frame(&mut tcp, &hello(&p, local, &ports))?;
+    let peers = peer_ports
+        .iter()
+        .map(|&port| SocketAddrV4::new(peer_addr, port))
+        .collect();
+    run(o, "server", p, socks, peers, tcp)
+}
+
+fn accept(l: &TcpListener) -> Result<(TcpStream, SocketAddr), String> {
+    l.set_nonblocking(true)
+        .map_err(|e| format!("listener: {e}"))?;
+    loop {
+        match l.accept() {
+            Ok((s, a)) => {
+                s.set_nonblocking(false)
+                    .map_err(|e| format!("control connection: {e}"))?;
+                return Ok((s, a));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if interrupted() {
+                    return Err("interrupted while waiting for a client".into());
+                }
+                let _ =
+                    librds::poll_fds(&[(l.as_raw_fd(), libc::POLLIN)], Duration::from_millis(200));
+            }
+            Err(e) => return Err(format!("accept: {e}")),
+        }
+    }
+}
+
+/// Opens and binds one RDS socket per task (to `base+1+i`, or a free port when `base` is
+/// `None`) with buffers that fit everything in flight. Returns each socket with its port.
+fn open_sockets(
+    p: &Params,
+    local: Ipv4Addr,
+    base: Option<u16>,
+) -> Result<Vec<(RdsSocket, u16)>, String> {
+    let peers = p.tasks as usize;
+    let per_msg = p.req as usize + p.ack as usize + 2 * RDS_OVERHEAD;
+    let want = p.depth as usize * peers * per_msg + p.req.max(p.ack) as usize + 65536;
+    let biggest = p.req.max(p.ack) as usize + RDS_OVERHEAD;
+    let mut out = Vec::new();
+    for i in 0..p.tasks {
+        let s = RdsSocket::new()
+            .map_err(|e| format!("socket(AF_RDS): {e} (is an RDS module loaded?)"))?;
+        let port = base.map_or(0, |b| b + 1 + i as u16);
+        let at = SocketAddrV4::new(local, port);
+        s.bind(at).map_err(|e| format!("bind {at}: {e}"))?;
+        let fd = s.as_raw_fd();
+        let snd = sys::set_buffer(fd, true, want).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+        let rcv = sys::set_buffer(fd, false, want).map_err(|e| format!("SO_RCVBUF: {e}"))?;
+        if snd < biggest {
+            return Err(format!(
+                "the send buffer ({snd} bytes) cannot hold one {biggest}-byte message; \
+                 run as root or raise net.core.wmem_max"
+            ));
+        }
+        let _ = rcv;
+        let port = if port == 0 {
+            s.local_addr()
+                .map_err(|e| format!("getsockname: {e}"))?
+                .port()
+        } else {
+            port
+        };
+        out.push((s, port));
+    }
+    Ok(out)
+}
+
+// ---- tasks ---------------------------------------------------------------------------------
+
+/// Counters of one task, read by the main thread every second.
+#[derive(Default)]
+struct Stats {
+    req_tx: AtomicU64,
+    ack_tx: AtomicU64,
+    req_rx: AtomicU64,
+    ack_rx: AtomicU64,
+    bytes_tx: AtomicU64,
+    bytes_rx: AtomicU64,
+    send_calls: AtomicU64,
+    send_ns: AtomicU64,
+    rtt_ns: AtomicU64,
+    rtt_n: AtomicU64,
+    errors: AtomicU64,
+    eagain: AtomicU64,
+    enobufs: AtomicU64,
+    outstanding: AtomicU64,
+    /// Set once the task stopped sending requests and all of its requests were acked.
+    drained: AtomicBool,
+}
+
+/// A copy of [`Stats`] (summed over tasks, or a difference of two).
+#[derive(Clone, Copy, Default, Debug)]
+struct Snap {
+    req_tx: u64,
+    ack_tx: u64,
+    req_rx: u64,
+    ack_rx: u64,
+    bytes_tx: u64,
+    bytes_rx: u64,
+    send_calls: u64,
+    send_ns: u64,
+    rtt_ns: u64,
+    rtt_n: u64,
+    errors: u64,
+    eagain: u64,
+    enobufs: u64,
+    outstanding: u64,
+}
+
+impl Stats {
+    fn snap(&self) -> Snap {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Snap {
+            req_tx: l(&self.req_tx),
+            ack_tx: l(&self.ack_tx),
+            req_rx: l(&self.req_rx),
+            ack_rx: l(&self.ack_rx),
+            bytes_tx: l(&self.bytes_tx),
+            bytes_rx: l(&self.bytes_rx),
+            send_calls: l(&self.send_calls),
+            send_ns: l(&self.send_ns),
+            rtt_ns: l(&self.rtt_ns),
+            rtt_n: l(&self.rtt_n),
+            errors: l(&self.errors),
+            eagain: l(&self.eagain),
+            enobufs: l(&self.enobufs),
+            outstanding: l(&self.outstanding),
+        }
+    }
+}
+
+impl Snap {
+    fn add(mut self, o: &Snap) -> Snap {
+        self.req_tx += o.req_tx;
+        self.ack_tx += o.ack_tx;
+        self.req_rx += o.req_rx;
+        self.ack_rx += o.ack_rx;
+        self.bytes_tx += o.bytes_tx;
+        self.bytes_rx += o.bytes_rx;
+        self.send_calls += o.send_calls;
+        self.send_ns += o.send_ns;
+        self.rtt_ns += o.rtt_ns;
+        self.rtt_n += o.rtt_n;
+        self.errors += o.errors;
+        self.eagain += o.eagain;
+        self.enobufs += o.enobufs;
+        self.outstanding += o.outstanding;
+        self
+    }
+    fn sub(&self, o: &Snap) -> Snap {
+        Snap {
+            req_tx: self.req_tx - o.req_tx,
+            ack_tx: self.ack_tx - o.ack_tx,
+            req_rx: self.req_rx - o.req_rx,
+            ack_rx: self.ack_rx - o.ack_rx,
+            bytes_tx: self.bytes_tx - o.bytes_tx,
+            bytes_rx: self.bytes_rx - o.bytes_rx,
+            send_calls: self.send_calls - o.send_calls,
+            send_ns: self.send_ns - o.send_ns,
+            rtt_ns: self.rtt_ns - o.rtt_ns,
+            rtt_n: self.rtt_n - o.rtt_n,
+            errors: self.errors - o.errors,
+            eagain: self.eagain - o.eagain,
+            enobufs: self.enobufs - o.enobufs,
+            outstanding: self.outstanding,
+        }
+    }
+}
+
+/// State every task and the main thread share.
+#[derive(Default)]
+struct Shared {
+    /// No new requests from now on (acks and receives go on).
+    stop_sending: AtomicBool,
+    /// Leave the loop.
+    stop: AtomicBool,
+    /// A task met an error it cannot go on from.
+    fatal: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail(&self, msg: String) {
+        let mut f = self.fatal.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(msg);
+        }
+        self.stop_sending.store(true, Ordering::SeqCst);
+    }
+    fn failed(&self) -> Option<String> {
+        self.fatal.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Why a send did not go out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blocked {
+    /// `EAGAIN`/`ENOMEM`: the send buffer is full.
+    Full,
+    /// `ENOBUFS`: the destination port is congested.
+    Congested,
+}
+
+/// The pattern every payload is cut from (the same in both instances).
+fn pattern(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+fn fnv(b: &[u8]) -> u32 {
+    b.iter().fold(0x811c_9dc5u32, |h, &c| {
+        (h ^ u32::from(c)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Where in the pattern the payload of a message starts.
+fn pattern_offset(kind: u8, src_task: u16, seq: u64) -> usize {
+    ((seq as usize)
+        .wrapping_add(src_task as usize * 31)
+        .wrapping_add(kind as usize * 97))
+        % PATTERN_SPREAD
+}
+
+/// A decoded stress header.
+struct Header {
+    kind: u8,
+    flags: u8,
+    src: u16,
+    dst: u16,
+    len: u32,
+    seq: u64,
+    pcsum: u32,
+}
+
+fn encode(h: &Header) -> [u8; HDR] {
+    let mut b = [0u8; HDR];
+    b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    b[4] = h.kind;
+    b[5] = h.flags;
+    b[6..8].copy_from_slice(&h.src.to_le_bytes());
+    b[8..10].copy_from_slice(&h.dst.to_le_bytes());
+    b[12..16].copy_from_slice(&h.len.to_le_bytes());
+    b[16..24].copy_from_slice(&h.seq.to_le_bytes());
+    b[24..28].copy_from_slice(&h.pcsum.to_le_bytes());
+    let c = fnv(&b[..28]);
+    b[28..32].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
+fn decode(b: &[u8]) -> Result<Header, String> {
+    if b.len() < HDR {
+        return Err(format!(
+            "{} bytes, shorter than the {HDR}-byte header",
+            b.len()
+        ));
+    }
+    let u32at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let u16at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+    if u32at(0) != MAGIC {
+        return Err(format!("bad magic {:#010x}", u32at(0)));
+    }
+    if u32at(28) != fnv(&b[..28]) {
+        return Err("bad header checksum".into());
+    }
+    let mut s = [0u8; 8];
+    s.copy_from_slice(&b[16..24]);
+    Ok(Header {
+        kind: b[4],
+        flags: b[5],
+        src: u16at(6),
+        dst: u16at(8),
+        len: u32at(12),
+        seq: u64::from_le_bytes(s),
+        pcsum: u32at(24),
+    })
+}
+
+/// One peer task as a task sees it.
+struct Peer {
+    addr: SocketAddrV4,
+    next_seq: u64,
+    inflight: VecDeque<(u64, Instant)>,
+    expect_req: u64,
+}
+
+struct Task {
+    idx: u16,
+    fd: RawFd,
+    p: Params,
+    send_requests: bool,
+    peers: Vec<Peer>,
+    pending_acks: VecDeque<(usize, u64)>,
+    pattern: Arc<Vec<u8>>,
+    shared: Arc<Shared>,
+    st: Arc<Stats>,
+    printed: u64,
+    rr: usize,
+}
+
+impl Task {
+    fn error(&mut self, msg: String) {
+        self.st.errors.fetch_add(1, Ordering::Relaxed);
+        if self.printed < MAX_PRINTED_ERRORS {
+            eprintln!("rds-stress: task {}: verification error: {msg}", self.idx);
+            self.printed += 1;
+        }
+    }
+
+    /// Sends one message; `Ok(None)` if it went out.
+    fn send(&mut self, kind: u8, peer: usize, seq: u64) -> Result<Option<Blocked>, String> {
+        let len = if kind == KIND_REQ {
+            self.p.req
+        } else {
+            self.p.ack
+        } as usize;
+        let off = pattern_offset(kind, self.idx, seq);
+        let body = &self.pattern[off..off + len - HDR];
+        let h = Header {
+            kind,
+            flags: if self.p.pcsum { FLAG_PCSUM } else { 0 },
+            src: self.idx,
+            dst: peer as u16,
+            len: len as u32,
+            seq,
+            pcsum: if self.p.pcsum { fnv(body) } else { 0 },
+        };
+        let head = encode(&h);
+        let dest = self.peers[peer].addr;
+        let t = Instant::now();
+        let r = sys::send2(self.fd, &head, body, dest, libc::MSG_DONTWAIT);
+        self.st
+            .send_ns
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.st.send_calls.fetch_add(1, Ordering::Relaxed);
+        match r {
+            Ok(n) if n == len => {
+                self.st.bytes_tx.fetch_add(len as u64, Ordering::Relaxed);
+                Ok(None)
+            }
+            Ok(n) => Err(format!("sendmsg to {dest} sent {n} of {len} bytes")),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOMEM) => {
+                    self.st.eagain.fetch_add(1, Ordering::Relaxed);
+                    Ok(Some(Blocked::Full))
+                }
+                Some(libc::ENOBUFS) => {
+                    self.st.enobufs.fetch_add(1, Ordering::Relaxed);
+                    Ok(Some(Blocked::Congested))
+                }
+                Some(libc::EINTR) => Ok(Some(Blocked::Full)),
+                _ => Err(format!(
+                    "sendmsg of {len} bytes to {dest}: {} ({e})",
+                    sys::errno_name(&e)
+                )),
+            },
+        }
+    }
+
+    fn handle(&mut self, buf: &[u8], r: Received) {
+        let Some(from) = r.from else {
+            return self.error("a message without a sender address".into());
+        };
+        let Some(pi) = self.peers.iter().position(|p| p.addr == from) else {
+            return self.error(format!("a message from {from}, which is no peer task"));
+        };
+        if r.truncated {
+            return self.error(format!(
+                "a message from {from} longer than {} bytes",
+                buf.len()
+            ));
+        }
+        let m = &buf[..r.len];
+        let h = match decode(m) {
+            Ok(h) => h,
+            Err(e) => return self.error(format!("from {from}: {e}")),
+        };
+        let want_len = match h.kind {
+            KIND_REQ => self.p.req,
+            KIND_ACK => self.p.ack,
+            k => return self.error(format!("from {from}: unknown kind {k}")),
+        };
+        if h.len as usize != m.len() || h.len != want_len {
+            return self.error(format!(
+                "from {from}: {} bytes received, header says {}, expected {want_len}",
+                m.len(),
+                h.len
+            ));
+        }
+        if h.src as usize != pi || h.dst != self.idx {
+            return self.error(format!(
+                "from {from}: header names task {} -> {}, expected {pi} -> {}",
+                h.src, h.dst, self.idx
+            ));
+        }
+        let off = pattern_offset(h.kind, h.src, h.seq);
+        let want = &self.pattern[off..off + m.len() - HDR];
+        let body = &m[HDR..];
+        if body != want {
+            let at = body.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
+            return self.error(format!(
+                "from {from}: seq {} kind {}: payload differs at byte {} (got {:#04x}, want {:#04x})",
+                h.seq,
+                h.kind,
+                HDR + at,
+                body[at],
+                want[at]
+            ));
+        }
+        if h.flags & FLAG_PCSUM != 0 && fnv(body) != h.pcsum {
+            return self.error(format!(
+                "from {from}: seq {}: payload checksum differs",
+                h.seq
+            ));
+        }
+        self.st
+            .bytes_rx
+            .fetch_add(m.len() as u64, Ordering::Relaxed);
+        if h.kind == KIND_REQ {
+            self.st.req_rx.fetch_add(1, Ordering::Relaxed);
+            let exp = self.peers[pi].expect_req;
+            if h.seq != exp {
+                self.error(format!(
+                    "from {from}: request seq {} where {exp} was next (lost, duplicated or reordered)",
+                    h.seq
+                ));
+            }
+            self.peers[pi].expect_req = h.seq + 1;
+            self.pending_acks.push_back((pi, h.seq));
+        } else {
+            self.st.ack_rx.fetch_add(1, Ordering::Relaxed);
+            match self.peers[pi].inflight.front() {
+                Some(&(seq, t)) if seq == h.seq => {
+                    self.peers[pi].inflight.pop_front();
+                    self.st
+                        .rtt_ns
+                        .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    self.st.rtt_n.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(&(seq, _)) => {
+                    self.error(format!(
+                        "from {from}: ack for seq {} while {seq} was the oldest outstanding",
+                        h.seq
+                    ));
+                    // Resynchronise: drop everything up to the acked request.
+                    let q = &mut self.peers[pi].inflight;
+                    while q.front().is_some_and(|&(s, _)| s <= h.seq) {
+                        q.pop_front();
+                    }
+                }
+                None => self.error(format!(
+                    "from {from}: ack for seq {} with nothing outstanding",
+                    h.seq
+                )),
+            }
+        }
+    }
+
+    fn run(mut self) {
+        let cap = self.p.req.max(self.p.ack) as usize + 1;
+        let mut buf = vec![0u8; cap];
+        let npeers = self.peers.len();
+        while !self.shared.stop.load(Ordering::Relaxed) {
+            let mut progressed = false;
+            let mut blocked = None;
+            // Acks first: the peer waits for them.
+            while let Some(&(pi, seq)) = self.pending_acks.front() {
+                match self.send(KIND_ACK, pi, seq) {
+                    Ok(None) => {
+                        self.pending_acks.pop_front();
+                        self.st.ack_tx.fetch_add(1, Ordering::Relaxed);
+                        progressed = true;
+                    }
+                    Ok(Some(b)) => {
+                        blocked = Some(b);
+                        break;
+                    }
+                    Err(e) => return self.shared.fail(format!("task {}: {e}", self.idx)),
+                }
+            }
+            if blocked.is_none()
+                && self.send_requests
+                && !self.shared.stop_sending.load(Ordering::Relaxed)
+            {
+                // Round robin over the peers, each up to `depth` outstanding.
+                'peers: for k in 0..npeers {
+                    let pi = (self.rr + k) % npeers;
+                    while self.peers[pi].inflight.len() < self.p.depth as usize {
+                        let seq = self.peers[pi].next_seq;
+                        match self.send(KIND_REQ, pi, seq) {
+                            Ok(None) => {
+                                let peer = &mut self.peers[pi];
+                                peer.next_seq += 1;
+                                peer.inflight.push_back((seq, Instant::now()));
+                                self.st.req_tx.fetch_add(1, Ordering::Relaxed);
+                                progressed = true;
+                            }
+                            Ok(Some(b)) => {
+                                blocked = Some(b);
+                                self.rr = pi;
+                                break 'peers;
+                            }
+                            Err(e) => return self.shared.fail(format!("task {}: {e}", self.idx)),
+                        }
+                    }
+                }
+            }
+            for _ in 0..64 {
+                match sys::recv(self.fd, &mut buf, libc::MSG_DONTWAIT) {
+                    Ok(r) => {
+                        self.handle(&buf, r);
+                        progressed = true;
+                    }
+                    Err(e)
+                        if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) =>
+                    {
+                        break
+                    }
+                    Err(e) => {
+                        return self.shared.fail(format!(
+                            "task {}: recvmsg: {} ({e})",
+                            self.idx,
+                            sys::errno_name(&e)
+                        ))
+                    }
+                }
+            }
+            let out: usize = self.peers.iter().map(|p| p.inflight.len()).sum();
+            self.st.outstanding.store(out as u64, Ordering::Relaxed);
+            // Drained: no request outstanding, and none will be sent any more (this iteration
+            // sent only if `stop_sending` was still clear when it looked, before this load).
+            if out == 0 && self.shared.stop_sending.load(Ordering::SeqCst) {
+                self.st.drained.store(true, Ordering::SeqCst);
+            }
+            if !progressed {
+                let (events, ms) = match blocked {
+                    Some(Blocked::Congested) => (libc::POLLIN, 2),
+                    Some(Blocked::Full) => (libc::POLLIN | libc::POLLOUT, 20),
+                    None => (libc::POLLIN, 50),
+                };
+                if let Err(e) = librds::poll_fds(&[(self.fd, events)], Duration::from_millis(ms)) {
+                    return self.shared.fail(format!("task {}: poll: {e}", self.idx));
+                }
+            }
+        }
+    }
+}
+
+// ---- the run -------------------------------------------------------------------------------
+
+fn interrupted() -> bool {
+    sys::INTERRUPTED.load(Ordering::SeqCst)
+}
+
+fn flush() {
+    let _ = io::stdout().flush();
+}
+
+fn sum(stats: &[Arc<Stats>]) -> Snap {
+    stats
+        .iter()
+        .fold(Snap::default(), |acc, s| acc.add(&s.snap()))
+}
+
+const HEADER_LINE: &str =
+    "tsks   tx/s   rx/s  tx+rx K/s    mbi K/s    mbo K/s tx us/c   rtt us cpu %";
+
+fn line(tasks: u32, d: &Snap, secs: f64, cpu: Option<f64>) -> String {
+    let s = secs.max(1e-9);
+    let per = |n: u64| n as f64 / s;
+    let txus = if d.send_calls > 0 {
+        d.send_ns as f64 / d.send_calls as f64 / 1000.0
+    } else {
+        0.0
+    };
+    let rtt = if d.rtt_n > 0 {
+        d.rtt_ns as f64 / d.rtt_n as f64 / 1000.0
+    } else {
+        0.0
+    };
+    format!(
+        "{:>4} {:>6.0} {:>6.0} {:>10.2} {:>10.2} {:>10.2} {:>7.2} {:>8.2} {:>5.1}",
+        tasks,
+        per(d.req_tx + d.ack_tx),
+        per(d.req_rx + d.ack_rx),
+        per(d.bytes_tx + d.bytes_rx) / 1024.0,
+        0.0,
+        0.0,
+        txus,
+        rtt,
+        cpu.unwrap_or(-1.0)
+    )
+}
+
+fn cpu_pct(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option<f64> {
+    let ((b0, t0), (b1, t1)) = (a?, b?);
+    (t1 > t0).then(|| (b1 - b0) as f64 * 100.0 / (t1 - t0) as f64)
+}
+
+fn run(
+    o: &Opts,
+    role: &str,
+    p: Params,
+    socks: Vec<(RdsSocket, u16)>,
+    peers: Vec<SocketAddrV4>,
+    mut tcp: TcpStream,
+) -> Result<bool, String> {
+    let send_requests = !(p.one_way && role == "server");
+    println!(
+        "negotiated options: {} tasks per side, {} B requests, {} B acks, depth {}, {}{}{}",
+        p.tasks,
+        p.req,
+        p.ack,
+        p.depth,
+        if p.secs > 0 {
+            format!("{} s", p.secs)
+        } else {
+            "until interrupted".into()
+        },
+        if p.one_way { ", one-way" } else { "" },
+        if p.pcsum { ", payload checksums" } else { "" },
+    );
+    if o.verbose {
+        let mine: Vec<u16> = socks.iter().map(|(_, port)| *port).collect();
+        println!("local ports {mine:?}, peer tasks {peers:?}");
+    }
+    let pat = Arc::new(pattern(p.req.max(p.ack) as usize + PATTERN_SPREAD));
+    let shared = Arc::new(Shared::default());
+    let mut stats = Vec::new();
+    let mut handles = Vec::new();
+    for (i, (s, _)) in socks.into_iter().enumerate() {
+        let st = Arc::new(Stats::default());
+        stats.push(st.clone());
+        let task = Task {
+            idx: i as u16,
+            fd: s.as_raw_fd(),
+            p,
+            send_requests,
+            peers: peers
+                .iter()
+                .map(|&addr| Peer {
+                    addr,
+                    next_seq: 1,
+                    inflight: VecDeque::new(),
+                    expect_req: 1,
+                })
+                .collect(),
+            pending_acks: VecDeque::new(),
+            pattern: pat.clone(),
+            shared: shared.clone(),
+            st,
+            printed: 0,
+            rr: 0,
+        };
+        handles.push(thread::spawn(move || {
+            // The socket lives as long as its task.
+            let _s = s;
+            task.run();
+        }));
+    }
+
+    // The sending phase: a line per second until the time is up, an interrupt, a task's
+    // failure, or word from the peer (which ended its own).
+    println!("{HEADER_LINE}");
+    flush();
+    let start = Instant::now();
+    let cpu0 = sys::cpu_ticks();
+    let mut last = Snap::default();
+    let mut last_t = start;
+    let mut last_cpu = cpu0;
+    let mut ended_by = "time";
+    let mut tick = 1u64;
+    // Requests completed (both ways) in each one-second interval.
+    let mut per_sec: Vec<f64> = Vec::new();
+    loop {
+        let due = start + Duration::from_secs(tick);
+        let mut stop = false;
+        while Instant::now() < due {
+            if interrupted() {
+                ended_by = "interrupt";
+                stop = true;
+                break;
+            }
+            if shared.failed().is_some() {
+                ended_by = "error";
+                stop = true;
+                break;
+            }
+            let r = librds::poll_fds(
+                &[(tcp.as_raw_fd(), libc::POLLIN)],
+                Duration::from_millis(50),
+            );
+            if matches!(r, Ok(ref v) if v[0] != 0) {
+                ended_by = "peer";
+                stop = true;
+                break;
+            }
+        }
+        if stop {
+            break;
+        }
+        let now = Instant::now();
+        let cur = sum(&stats);
+        let cpu = sys::cpu_ticks();
+        let d = cur.sub(&last);
+        per_sec.push((d.rtt_n + d.req_rx) as f64 / (now - last_t).as_secs_f64().max(1e-9));
+        println!(
+            "{}",
+            line(
+                p.tasks,
+                &cur.sub(&last),
+                (now - last_t).as_secs_f64(),
+                cpu_pct(last_cpu, cpu)
+            )
+        );
+        flush();
+        last = cur;
+        last_t = now;
+        last_cpu = cpu;
+        if p.secs > 0 && tick >= p.secs as u64 {
+            break;
+        }
+        tick += 1;
+    }
+    let phase = start.elapsed();
+    let at_end = sum(&stats);
+    let cpu_end = sys::cpu_ticks();
+    shared.stop_sending.store(true, Ordering::SeqCst);
+
+    // Drain: every request of ours acked (the tasks keep acking the peer's).
+    let t = Instant::now();
+    let mut drained = false;
+    while t.elapsed() < DRAIN_TIMEOUT {
+        if stats.iter().all(|s| s.drained.load(Ordering::SeqCst)) {
+            drained = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    // Both sides drained means nothing is in flight any more in either direction: each side
+    // stopped sending requests before draining, and every request of each was acked by the
+    // other. Only then are the totals final.
+    let exchange = send_frame(&mut tcp, &drained_msg(drained))
+        .and_then(|()| recv_frame(&mut tcp, PEER_DONE_TIMEOUT))
+        .and_then(|b| parse_drained(&b));
+    shared.stop.store(true, Ordering::SeqCst);
+    for h in handles {
+        let _ = h.join();
+    }
+    let fin = sum(&stats);
+    let fatal = shared.failed();
+    let my_totals = Totals {
+        ok: drained && fatal.is_none() && fin.errors == 0,
+        req_sent: fin.req_tx,
+        req_acked: fin.rtt_n,
+        req_rcvd: fin.req_rx,
+        errors: fin.errors,
+    };
+    let exchange = exchange.and_then(|peer_drained| {
+        send_frame(&mut tcp, &done_msg(&my_totals))?;
+        let t = parse_done(&recv_frame(&mut tcp, PEER_DONE_TIMEOUT)?)?;
+        Ok((peer_drained, t))
+    });
+
+    // The summary.
+    let secs = phase.as_secs_f64();
+    println!("---------------------------------------------");
+    println!("{}", line(p.tasks, &at_end, secs, cpu_pct(cpu0, cpu_end)));
+    if o.verbose {
+        for (i, s) in stats.iter().enumerate() {
+            let s = s.snap();
+            println!(
+                "task {i}: requests {} sent {} acked {} received; acks {} sent; EAGAIN {} ENOBUFS {}; errors {}",
+                s.req_tx, s.rtt_n, s.req_rx, s.ack_tx, s.eagain, s.enobufs, s.errors
+            );
+        }
+    }
+    let mut problems = Vec::new();
+    if let Some(f) = &fatal {
+        problems.push(f.clone());
+    }
+    if !drained {
+        problems.push(format!(
+            "{} requests never acked within {} s",
+            fin.req_tx - fin.rtt_n,
+            DRAIN_TIMEOUT.as_secs()
+        ));
+    }
+    if fin.errors > 0 {
+        problems.push(format!("{} verification errors", fin.errors));
+    }
+    if fin.ack_tx != fin.req_rx {
+        problems.push(format!(
+            "{} requests received but {} acks sent",
+            fin.req_rx, fin.ack_tx
+        ));
+    }
+    match &exchange {
+        Ok((peer_drained, peer)) => {
+            if !peer_drained {
+                problems.push("the peer's requests were not all acked".into());
+            }
+            if !peer.ok {
+                problems.push(format!(
+                    "the peer reported a failure ({} verification errors there)",
+                    peer.errors
+                ));
+            }
+            if peer.req_sent != fin.req_rx {
+                problems.push(format!(
+                    "the peer sent {} requests, {} arrived here",
+                    peer.req_sent, fin.req_rx
+                ));
+            }
+            if peer.req_rcvd != fin.req_tx {
+                problems.push(format!(
+                    "{} requests sent from here, the peer received {}",
+                    fin.req_tx, peer.req_rcvd
+                ));
+            }
+        }
+        Err(e) => problems.push(format!("no totals from the peer: {e}")),
+    }
+    if send_requests && at_end.rtt_n == 0 && fatal.is_none() {
+        problems.push("no request completed".into());
+    }
+    let both = (at_end.rtt_n + at_end.req_rx) as f64 / secs.max(1e-9);
+    let rtt = if at_end.rtt_n > 0 {
+        at_end.rtt_ns as f64 / at_end.rtt_n as f64 / 1000.0
+    } else {
+        0.0
+    };
+    let msgs =
+        (at_end.req_tx + at_end.ack_tx + at_end.req_rx + at_end.ack_rx) as f64 / secs.max(1e-9);
+    let mbs = (at_end.bytes_tx + at_end.bytes_rx) as f64 / secs.max(1e-9) / 1e6;
+    // The median second: what a run achieves when a passing disturbance (another guest on
+    // the host, say) is left out.
+    per_sec.sort_by(|a, b| a.total_cmp(b));
+    let median = match per_sec.len() {
+        0 => both,
+        n if n % 2 == 1 => per_sec[n / 2],
+        n => (per_sec[n / 2 - 1] + per_sec[n / 2]) / 2.0,
+    };
+    println!(
+        "{role}: {:.2} s (ended by {ended_by}): {} requests sent, {} acked; {} requests \
+         received from the peer, {} acked; {both:.0} requests/s both ways, rtt {rtt:.1} us; \
+         {} verification errors",
+        secs, fin.req_tx, fin.rtt_n, fin.req_rx, fin.ack_tx, fin.errors
+    );
+    let ok = problems.is_empty();
+    println!(
+        "summary: role={role} tasks={} depth={} req={} ack={} one_way={} secs={secs:.2} \
+         req_sent={} req_acked={} peer_req_rcvd={} req_per_s={both:.0} \
+         req_per_s_median={median:.0} own_req_per_s={:.0} msgs_per_s={msgs:.0} mb_per_s={mbs:.2} rtt_us={rtt:.1} eagain={} enobufs={} errors={} \
+         result={}",
+        p.tasks,
+        p.depth,
+        p.req,
+        p.ack,
+        u8::from(p.one_way),
+        fin.req_tx,
+        fin.rtt_n,
+        fin.req_rx,
+        at_end.rtt_n as f64 / secs.max(1e-9),
+        fin.eagain,
+        fin.enobufs,
+        fin.errors,
+        if ok { "ok" } else { "FAIL" }
+    );
+    for pr in &problems {
+        println!("rds-stress: FAIL: {pr}");
+    }
+    flush();
+    Ok(ok)
+}

@@ -1,0 +1,261 @@
+//! The socket and system calls the tools need beyond `librds`: gathered sends, receives that
+//! report the sender and truncation, buffer sizing, `RDS_INFO_*` queries, the TOS ioctl, CPU
+//! accounting and interrupt handling.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `SOL_RDS`.
+pub const SOL_RDS: i32 = 276;
+/// `SIOCRDSSETTOS` (`SIOCPROTOPRIVATE`).
+pub const SIOCRDSSETTOS: libc::c_ulong = 0x89e0;
+/// Largest RDS payload (`RDS_MAX_MSG_SIZE`).
+pub const RDS_MAX_MSG_SIZE: usize = 1 << 20;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: isize) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// The `sockaddr_in` of an IPv4 socket address.
+pub fn sockaddr_in(a: SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: all-zero is a valid `sockaddr_in`.
+    let mut sin: libc::sockaddr_in = unsafe { zeroed() };
+    sin.sin_family = libc::AF_INET as libc::sa_family_t;
+    sin.sin_port = a.port().to_be();
+    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+    sin
+}
+
+/// Sends one message made of `head` followed by `body` to `dest` (`sendmsg(2)` with two
+/// iovecs, so the payload is not copied in user space).
+pub fn send2(
+    fd: RawFd,
+    head: &[u8],
+    body: &[u8],
+    dest: SocketAddrV4,
+    flags: i32,
+) -> io::Result<usize> {
+    let mut sin = sockaddr_in(dest);
+    let mut iov = [
+        libc::iovec {
+            iov_base: head.as_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_ptr() as *mut libc::c_void,
+            iov_len: body.len(),
+        },
+    ];
+    // SAFETY: all-zero is a valid `msghdr`.
+    let mut h: libc::msghdr = unsafe { zeroed() };
+    h.msg_name = (&mut sin as *mut libc::sockaddr_in).cast();
+    h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    h.msg_iov = iov.as_mut_ptr();
+    h.msg_iovlen = if body.is_empty() { 1 } else { 2 };
+    // SAFETY: `h` points to `sin` and `iov`, which live across the call; each iovec describes a
+    // borrowed slice of exactly its length, which the kernel only reads.
+    cvt_size(unsafe { libc::sendmsg(fd, &h, flags) })
+}
+
+/// One received message.
+#[derive(Clone, Copy, Debug)]
+pub struct Received {
+    /// Bytes copied into the buffer.
+    pub len: usize,
+    /// The sender (`None` if the kernel reported no IPv4 address).
+    pub from: Option<SocketAddrV4>,
+    /// Whether the message was longer than the buffer (`MSG_TRUNC`).
+    pub truncated: bool,
+}
+
+/// Receives one message into `buf` (`recvmsg(2)`), reporting the sender and truncation.
+pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
+    // SAFETY: all-zero is a valid `sockaddr_in`.
+    let mut sin: libc::sockaddr_in = unsafe { zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: all-zero is a valid `msghdr`.
+    let mut h: libc::msghdr = unsafe { zeroed() };
+    h.msg_name = (&mut sin as *mut libc::sockaddr_in).cast();
+    h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    // SAFETY: the kernel writes at most `msg_namelen` bytes into `sin` and at most
+    // `buf.len()` bytes into `buf`, both exclusively borrowed across the call.
+    let len = cvt_size(unsafe { libc::recvmsg(fd, &mut h, flags) })?;
+    let from = (h.msg_namelen as usize >= size_of::<libc::sockaddr_in>()
+        && sin.sin_family == libc::AF_INET as libc::sa_family_t)
+        .then(|| {
+            SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                u16::from_be(sin.sin_port),
+            )
+        });
+    Ok(Received {
+        len: len.min(buf.len()),
+        from,
+        truncated: h.msg_flags & libc::MSG_TRUNC != 0,
+    })
+}
+
+fn set_int(fd: RawFd, level: i32, name: i32, v: i32) -> io::Result<()> {
+    // SAFETY: `v` is a valid `int` and its size is passed along.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const i32).cast(),
+            size_of::<i32>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
+}
+
+fn get_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut v: i32 = 0;
+    let mut len = size_of::<i32>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are valid for writes and `len` holds the size of `v`.
+    cvt(unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut i32).cast(), &mut len) })?;
+    Ok(v)
+}
+
+/// Asks for a send (`send` true) or receive buffer of `bytes` (what RDS counts against:
+/// the kernel doubles the value and RDS allows half of that). Uses `SO_*BUFFORCE` when
+/// permitted (root), else the plain option (capped by `net.core.[wr]mem_max`). Returns the
+/// size RDS will allow, half of what `getsockopt` reports.
+pub fn set_buffer(fd: RawFd, send: bool, bytes: usize) -> io::Result<usize> {
+    let v = bytes.min(i32::MAX as usize / 2) as i32;
+    let (force, plain) = if send {
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)
+    } else {
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)
+    };
+    if set_int(fd, libc::SOL_SOCKET, force, v).is_err() {
+        set_int(fd, libc::SOL_SOCKET, plain, v)?;
+    }
+    Ok(get_int(fd, libc::SOL_SOCKET, plain)? as usize / 2)
+}
+
+/// Sets the type of service of an RDS socket (`SIOCRDSSETTOS`).
+pub fn set_tos(fd: RawFd, tos: u8) -> io::Result<()> {
+    let mut t = tos;
+    // SAFETY: the ioctl reads one byte through the pointer, which points to `t`.
+    cvt(unsafe { libc::ioctl(fd, SIOCRDSSETTOS, &mut t as *mut u8) })?;
+    Ok(())
+}
+
+/// One `RDS_INFO_*` query (`getsockopt(SOL_RDS, optname)`): probes the length, then fetches
+/// (again while the table grows). Returns the size of one item and the bytes of all items.
+pub fn info(fd: RawFd, optname: i32) -> io::Result<(usize, Vec<u8>)> {
+    let mut cap: usize = 0;
+    for _ in 0..16 {
+        let mut buf = vec![0u8; cap];
+        let mut len = cap as libc::socklen_t;
+        let p = if cap == 0 {
+            std::ptr::null_mut()
+        } else {
+            buf.as_mut_ptr().cast()
+        };
+        // SAFETY: `p` is NULL with length 0 (a probe) or points to `buf`, valid for writes of
+        // `len` bytes; `len` is valid for reads and writes.
+        let r = unsafe { libc::getsockopt(fd, SOL_RDS, optname, p, &mut len) };
+        if r >= 0 {
+            buf.truncate((len as usize).min(cap));
+            return Ok((r as usize, buf));
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOSPC) && len as usize > cap {
+            // Room for a few more items, in case the table grows between the two calls.
+            cap = len as usize + len as usize / 4 + 256;
+            continue;
+        }
+        return Err(e);
+    }
+    Err(io::Error::other("the RDS info table kept growing"))
+}
+
+/// The local address the routing table would use to reach `dest`.
+pub fn local_addr_for(dest: Ipv4Addr) -> io::Result<Ipv4Addr> {
+    let u = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+    u.connect((dest, 9))?;
+    match u.local_addr()? {
+        std::net::SocketAddr::V4(a) => Ok(*a.ip()),
+        std::net::SocketAddr::V6(_) => Err(io::Error::other("no IPv4 route")),
+    }
+}
+
+/// Busy and total CPU time of the whole system so far, in clock ticks (`/proc/stat`).
+pub fn cpu_ticks() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if v.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal ...; idle and iowait are not busy.
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v[3] + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+/// Set by SIGINT or SIGTERM once [`catch_interrupts`] ran.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM set [`INTERRUPTED`] instead of ending the process.
+pub fn catch_interrupts() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `on_interrupt` is async-signal-safe (one atomic store).
+        unsafe {
+            libc::signal(sig, on_interrupt as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// The symbolic name of an errno value RDS programs meet, or its number.
+pub fn errno_name(e: &io::Error) -> String {
+    let n = e.raw_os_error().unwrap_or(0);
+    let s = match n {
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EINVAL => "EINVAL",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::ENOPROTOOPT => "ENOPROTOOPT",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::ENOMEM => "ENOMEM",
+        libc::EPIPE => "EPIPE",
+        libc::EINTR => "EINTR",
+        _ => return format!("errno {n}"),
+    };
+    s.to_string()
+}
