@@ -3,6 +3,7 @@
  * C helpers for kernel macros and fields used by rds-rs (see helpers.h). The macros pass
  * KBUILD_MODNAME, so the resources they create are attributed to rds_rs.
  */
+#include <linux/debugfs.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/random.h>
@@ -275,6 +276,32 @@ int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc)
 u32 rds_rs_random_u32(void)
 {
 	return get_random_u32();
+}
+
+/*
+ * Test hooks. loop_hold: while non-zero, the loopback transport leaves messages queued on their
+ * connections instead of delivering them, so tests can cancel or close with operations in
+ * flight. Only root can reach debugfs.
+ */
+static struct dentry *rds_rs_debugfs_dir;
+static u32 rds_rs_loop_hold_val;
+
+int rds_rs_debugfs_init(void)
+{
+	rds_rs_debugfs_dir = debugfs_create_dir("rds_rs", NULL);
+	debugfs_create_u32("loop_hold", 0600, rds_rs_debugfs_dir, &rds_rs_loop_hold_val);
+	return 0;
+}
+
+void rds_rs_debugfs_exit(void)
+{
+	debugfs_remove_recursive(rds_rs_debugfs_dir);
+	rds_rs_debugfs_dir = NULL;
+}
+
+bool rds_rs_loop_hold(void)
+{
+	return READ_ONCE(rds_rs_loop_hold_val) != 0;
 }
 
 static void (*rds_rs_net_exit_fn)(struct net *net);

@@ -89,6 +89,11 @@ void rds_rs_mm_put(struct mm_struct *mm);
 int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc);
 u32 rds_rs_random_u32(void);
 
+/* Test hooks under /sys/kernel/debug/rds_rs (see Documentation/testing.md). */
+int rds_rs_debugfs_init(void);
+void rds_rs_debugfs_exit(void);
+bool rds_rs_loop_hold(void);
+
 /* Per-namespace exit hook and /proc/sys/net/rds. */
 int rds_rs_pernet_register(void (*exit)(struct net *net));
 void rds_rs_pernet_unregister(void);

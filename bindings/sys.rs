@@ -212,3 +212,32 @@ pub(crate) fn local_clock_ns() -> u64 {
     // SAFETY: The helper has no preconditions.
     unsafe { raw::rds_rs_local_clock() }
 }
+
+/// The test hooks under `/sys/kernel/debug/rds_rs`, present while this object exists.
+///
+/// # Invariants
+///
+/// The debugfs directory is created (`rds_rs_debugfs_init` ran) until dropped.
+pub(crate) struct DebugfsRegistration(());
+
+impl DebugfsRegistration {
+    /// Creates the directory and its files (debugfs failures are not errors, as usual).
+    pub(crate) fn new() -> Self {
+        // SAFETY: The helper creates static debugfs entries; removed in `drop`.
+        unsafe { raw::rds_rs_debugfs_init() };
+        Self(())
+    }
+}
+
+impl Drop for DebugfsRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Created in `new` (type invariant).
+        unsafe { raw::rds_rs_debugfs_exit() }
+    }
+}
+
+/// The `loop_hold` test hook: whether the loopback transport holds messages back.
+pub(crate) fn loop_hold() -> bool {
+    // SAFETY: The helper reads a static variable.
+    unsafe { raw::rds_rs_loop_hold() }
+}

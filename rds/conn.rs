@@ -115,6 +115,8 @@ enum Drain {
     OverBatch,
     /// The transport could not take a message now.
     Shortage,
+    /// The transport holds messages back (a test hook).
+    Held,
     /// The connection is dead.
     Dead,
 }
@@ -220,7 +222,7 @@ impl Conn {
     /// one batch, leaves it to the worker.
     pub(crate) fn xmit_and_reschedule(self: &Arc<Self>) {
         match self.drain() {
-            Drain::Empty | Drain::Dead => {}
+            Drain::Empty | Drain::Dead | Drain::Held => {}
             Drain::Busy => {
                 // The draining task re-checks the queue after it lets go (see `drain`).
             }
@@ -265,10 +267,13 @@ impl Conn {
                 };
                 let Some(msg) = msg else { break };
                 batch += 1;
-                if let Err(XmitError::NoMem) = self.transport.xmit(self, msg.as_arc()) {
-                    // Put it back at the head; the worker retries.
+                if let Err(e) = self.transport.xmit(self, msg.as_arc()) {
+                    // Put it back at the head, for the worker (shortage) or the next send.
                     self.inner.lock().send_queue.push_front(msg);
-                    end = Drain::Shortage;
+                    end = match e {
+                        XmitError::NoMem => Drain::Shortage,
+                        XmitError::Held => Drain::Held,
+                    };
                     break;
                 }
                 // The transport has it now; our reference goes.

@@ -17,6 +17,7 @@ int rds_rs_kunit_header_checksum(void);
 int rds_rs_kunit_header_ext(void);
 int rds_rs_kunit_cmsg(void);
 int rds_rs_kunit_recv_account(void);
+int rds_rs_kunit_rdma_rules(void);
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -41,6 +42,11 @@ static void cmsg_walk(struct kunit *test)
 static void recv_account(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_recv_account());
+}
+
+static void rdma_rules(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_rdma_rules());
 }
 
 static void socket_seqpacket(struct kunit *test)
@@ -124,6 +130,7 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(header_ext),
 	KUNIT_CASE(cmsg_walk),
 	KUNIT_CASE(recv_account),
+	KUNIT_CASE(rdma_rules),
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),

@@ -7,8 +7,9 @@
 //! A case returns 0 on success, or the number of the first check that failed.
 
 use crate::proto::{
-    cmsg_space, cmsgs, encode_cmsg, scan_send_cmsgs, verify_checksum, CmsgError, CongChange, Ext,
-    Header, HeaderError, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN, RDS_CMSG_RDMA_ARGS,
+    cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, make_cookie, scan_send_cmsgs,
+    verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header, HeaderError,
+    OpTracker, Quarantine, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN, RDS_CMSG_RDMA_ARGS,
     RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
 };
 use kernel::ffi::c_int;
@@ -125,5 +126,32 @@ extern "C" fn rds_rs_kunit_recv_account() -> c_int {
         a.remove(400, rcvbuf) == CongChange::None,
         a.bytes == 0 && !a.congested,
         a.remove(5, rcvbuf) == CongChange::None && a.bytes == 0,
+    ])
+}
+
+#[no_mangle]
+extern "C" fn rds_rs_kunit_rdma_rules() -> c_int {
+    let c = make_cookie(0xdead_beef, 0x123);
+    let mut t = OpTracker::<1>::new();
+    let ids = [t.issue(), t.issue(), t.issue()];
+    let out_of_order = t.complete(2);
+    let mark_after_2 = t.mark();
+    let in_order = t.complete(1);
+    let mut q = Quarantine::<2>::new();
+    let evicted = [q.retire(7), q.retire(8), q.retire(9)];
+    let fadd = AtomicOp::Fadd {
+        add: 1,
+        nocarry_mask: 0x8000_0000,
+    };
+    first_failure(&[
+        cookie_key(c) == 0xdead_beef && cookie_offset(c) == 0x123,
+        ids == [Some(1), Some(2), Some(3)],
+        !out_of_order && mark_after_2 == 0,
+        in_order && t.mark() == 2,
+        t.barrier(2) == BarrierState::Reached && t.barrier(3) == BarrierState::Pending,
+        t.barrier(4) == BarrierState::NeverIssued,
+        evicted == [None, None, Some(7)] && !q.contains(7) && q.contains(9),
+        // Two 32-bit fields: the carry out of the low one does not reach the high one.
+        fadd.apply(0x0000_0001_ffff_ffff) == 0x0000_0001_0000_0000,
     ])
 }

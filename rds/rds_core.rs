@@ -57,6 +57,7 @@ struct RdsModule {
     family: Option<bindings::net::Registration<socket::Rds>>,
     pernet: Option<bindings::sys::PernetRegistration<socket::Shared>>,
     sysctl: Option<bindings::sys::SysctlRegistration>,
+    debugfs: Option<bindings::sys::DebugfsRegistration>,
     shared: Arc<socket::Shared>,
 }
 
@@ -68,6 +69,7 @@ impl kernel::Module for RdsModule {
         let sysctl = bindings::sys::SysctlRegistration::new()
             .inspect_err(|_| pr_warn!("cannot register /proc/sys/net/rds\n"))
             .ok();
+        let debugfs = bindings::sys::DebugfsRegistration::new();
         let shared = socket::Shared::new()?;
         let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
         let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
@@ -82,6 +84,7 @@ impl kernel::Module for RdsModule {
             family: Some(family),
             pernet: Some(pernet),
             sysctl,
+            debugfs: Some(debugfs),
             shared,
         })
     }
@@ -93,5 +96,6 @@ impl Drop for RdsModule {
         drop(self.pernet.take());
         self.shared.wq.drain();
         drop(self.sysctl.take());
+        drop(self.debugfs.take());
     }
 }

@@ -17,8 +17,10 @@ use kernel::{prelude::*, sync::Arc};
 /// and tries again from the connection's worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum XmitError {
-    /// Out of memory or another temporary shortage.
+    /// Out of memory or another temporary shortage: the connection's worker retries.
     NoMem,
+    /// The transport holds messages back for now (a test hook); the next send retries.
+    Held,
 }
 
 /// A transport.

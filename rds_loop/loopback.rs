@@ -38,6 +38,9 @@ impl Transport for Loopback {
     }
 
     fn xmit(&self, conn: &Arc<Conn>, msg: &Arc<Message>) -> Result<(), XmitError> {
+        if crate::bindings::sys::loop_hold() {
+            return Err(XmitError::Held);
+        }
         let inc = recv::make_incoming(conn, msg).map_err(|_| XmitError::NoMem)?;
         if let Some(op) = &msg.op {
             if let Err(status) =
