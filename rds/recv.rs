@@ -145,6 +145,9 @@ impl RdsSocket {
     /// Applies a change of the socket's congestion state to its port's bit and tells the
     /// world (C: the second half of `rds_recv_rcvbuf_delta`). No lock held.
     fn cong_changed(&self, change: CongChange) {
+        if change == CongChange::None {
+            return;
+        }
         let Some((map, port)) = self.data.lock().cong.clone() else {
             return;
         };
@@ -328,10 +331,13 @@ pub(crate) fn recvmsg(
             }
             msg.add_flags(MSG_TRUNC);
         }
-        put_recv_cmsgs(sock, msg, &inc).map_err(|_| EFAULT)?;
+        let (rx_traces, rx_trace_pos, scope_id) = {
+            let d = s.data.lock();
+            (d.rx_traces, d.rx_trace_pos, d.scope_id)
+        };
+        put_recv_cmsgs(sock, msg, &inc, rx_traces, rx_trace_pos).map_err(|_| EFAULT)?;
         stats::inc(Stat::RecvDelivered);
         if msg.wants_name() {
-            let scope_id = s.bound_scope();
             let mut name = [0u8; crate::bindings::net::GETNAME_LEN];
             if let Some(n) = encode_sockaddr(
                 &SockAddr {
@@ -349,7 +355,13 @@ pub(crate) fn recvmsg(
 }
 
 /// The control messages of a received message (C: `rds_cmsg_recv`).
-fn put_recv_cmsgs(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, inc: &Incoming) -> Result {
+fn put_recv_cmsgs(
+    sock: &Sock<Rds>,
+    msg: &mut MsgHdr<'_>,
+    inc: &Incoming,
+    n: u8,
+    pos: [u8; 3],
+) -> Result {
     if inc.rdma_cookie != 0 {
         msg.put_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &inc.rdma_cookie.to_ne_bytes())?;
     }
@@ -368,10 +380,6 @@ fn put_recv_cmsgs(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, inc: &Incoming) -> Res
         };
         msg.put_cmsg(SOL_SOCKET, kind, &tv)?;
     }
-    let (n, pos) = {
-        let d = sock.state().data.lock();
-        (d.rx_traces, d.rx_trace_pos)
-    };
     if n > 0 {
         // C: `rds_cmsg_recv`'s `struct rds_cmsg_rx_trace` (u8 count, u8 positions[3], 4 bytes
         // of padding, u64 deltas[3]). The trace points of a loopback message: the header and

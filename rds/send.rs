@@ -123,12 +123,13 @@ fn queue_message(
     })?;
     let mlen = u64::from(m.len);
     let op: Option<&RdmaOp> = m.op.as_deref();
-    let mut admitted = false;
+    // `Some(ack_required)` once admitted.
+    let mut admitted = None;
     let mut admit = || {
-        if !admitted {
+        if admitted.is_none() {
             admitted = s.admit(mlen, sndbuf, op, dest);
         }
-        admitted
+        admitted.is_some()
     };
     if !admit() {
         loop {
@@ -155,7 +156,7 @@ fn queue_message(
             }
         }
     }
-    if sndbuf_ack_required(s.snd_bytes(), sndbuf) {
+    if admitted == Some(true) {
         m.set_ack_required();
     }
     // The registration of an RDMA_MAP now belongs to the message's receiver.
@@ -176,6 +177,8 @@ pub(crate) struct Route {
     pub(crate) tos: u8,
     /// The socket's transport.
     pub(crate) transport: TransportKind,
+    /// The socket's cached connection (of its last send).
+    cached: Option<Arc<Conn>>,
 }
 
 impl RdsSocket {
@@ -207,13 +210,14 @@ impl RdsSocket {
             dest: SockAddr { scope_id, ..dest },
             tos: inner.tos,
             transport,
+            cached: inner.conn_cache.clone(),
         })
     }
 
     /// The connection for a route: the socket's cached one if it matches, else one from the
     /// table, which is then cached (C: `rs_conn`).
     fn conn_for(&self, sock: &Sock<Rds>, route: &Route) -> Result<Arc<Conn>> {
-        if let Some(c) = self.inner.lock().conn_cache.as_ref() {
+        if let Some(c) = &route.cached {
             if c.key.faddr == route.dest.addr && c.key.tos == route.tos && !c.is_dead() {
                 return Ok(c.clone());
             }
@@ -236,19 +240,19 @@ impl RdsSocket {
     /// Charges `len` bytes to the send buffer if it has room (C: `rds_send_queue_rm`: the
     /// bytes already queued must be below `sndbuf`, so the last message may overshoot), and
     /// gives the message's operation the next id for `dest`, if the id window has room.
-    fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> bool {
+    /// Returns `None` when it cannot, else whether the send buffer is half full (the message
+    /// then asks for an ack, as in C).
+    fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> Option<bool> {
         let mut d = self.data.lock();
         if !sndbuf_admits(d.snd_bytes, sndbuf) {
-            return false;
+            return None;
         }
         if let Some(op) = op {
-            let Some(id) = d.trackers.get_mut(&dest).and_then(|t| t.issue()) else {
-                return false;
-            };
+            let id = d.trackers.get_mut(&dest).and_then(|t| t.issue())?;
             op.set_id(id);
         }
         d.snd_bytes = d.snd_bytes.saturating_add(len);
-        true
+        Some(sndbuf_ack_required(d.snd_bytes, sndbuf))
     }
 
     /// Makes sure the socket has an op-id tracker for `dest`.
@@ -269,10 +273,6 @@ impl RdsSocket {
         };
         drop(spare);
         Ok(())
-    }
-
-    fn snd_bytes(&self) -> u64 {
-        self.data.lock().snd_bytes
     }
 }
 

@@ -235,6 +235,8 @@ pub(crate) struct SockData {
     pub(crate) rx_traces: u8,
     /// Which trace points (C: `rs_rx_trace`).
     pub(crate) rx_trace_pos: [u8; 3],
+    /// A copy of `SockInner::scope_id`, for the sender addresses `recvmsg` reports.
+    pub(crate) scope_id: u32,
 }
 
 impl SockData {
@@ -255,14 +257,8 @@ impl SockData {
             cong: None,
             rx_traces: 0,
             rx_trace_pos: [0; 3],
+            scope_id: 0,
         }
-    }
-}
-
-impl RdsSocket {
-    /// The IPv6 scope id reported with addresses (C: `rs_bound_scope_id`).
-    pub(crate) fn bound_scope(&self) -> u32 {
-        self.inner.lock().scope_id
     }
 }
 
@@ -370,7 +366,9 @@ impl Family for Rds {
         inner.bound = Some(key);
         inner.scope_id = addr.scope_id;
         inner.transport = Some(TransportKind::Loop);
-        s.data.lock().cong = Some((map, key.addr.port));
+        let mut d = s.data.lock();
+        d.cong = Some((map, key.addr.port));
+        d.scope_id = addr.scope_id;
         Ok(())
     }
 
@@ -381,6 +379,7 @@ impl Family for Rds {
         let conn = parse_connect(addr, bound).map_err(addr_error)?;
         if conn.scope_id != 0 {
             inner.scope_id = conn.scope_id;
+            s.data.lock().scope_id = conn.scope_id;
         }
         inner.conn = Some(conn);
         Ok(())
