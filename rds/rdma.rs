@@ -37,12 +37,13 @@
 use crate::bindings::mm::{random_u32, LockedVm, PinnedPages, PAGE_SIZE};
 use crate::bindings::net::{eopnotsupp, errno, NetId, Sock};
 use crate::proto::{
-    check_atomic, check_rdma_args, check_registration_mlock, cmsgs, cookie_key, make_cookie, Addr,
-    AtomicArgs, AtomicOp, GetMrArgs, MrError, OpTracker, Quarantine, RdmaArgs, RdsIovec, Region,
-    RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD, RDS_CMSG_MASKED_ATOMIC_CSWP,
-    RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID,
-    RDS_CMSG_RDMA_MAP, RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN, RDS_RDMA_NOTIFY_ME,
-    RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SILENT, RDS_RDMA_USE_ONCE, SOL_RDS, UIO_MAXIOV,
+    check_atomic, check_rdma_bytes, check_registration_mlock, cmsgs, cookie_key, make_cookie,
+    rdma_pages, Addr, AtomicArgs, AtomicOp, GetMrArgs, MrError, OpTracker, Quarantine, RdmaArgs,
+    RdsIovec, Region, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD,
+    RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS,
+    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP, RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN,
+    RDS_RDMA_NOTIFY_ME, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SILENT, RDS_RDMA_USE_ONCE, SOL_RDS,
+    UIO_MAXIOV,
 };
 use crate::proto::{ATOMIC_ARGS_LEN, GET_MR_ARGS_LEN};
 use crate::socket::{Rds, RdsSocket};
@@ -266,6 +267,41 @@ pub(crate) struct SendRdma {
     pub(crate) id_addr: u64,
 }
 
+/// The local iovecs of each `RDS_CMSG_RDMA_ARGS` of a `sendmsg`, read and checked in the
+/// first walk over the control messages (C: `rds_rdma_extra_size` in `rds_rm_size`), in order.
+pub(crate) type LocalVecs = KVec<KVec<RdsIovec>>;
+
+impl From<crate::proto::CmsgError> for Error {
+    fn from(e: crate::proto::CmsgError) -> Self {
+        errno(e.errno())
+    }
+}
+
+/// Reads and checks the local iovecs of one `RDS_CMSG_RDMA_ARGS` (C: `rds_rdma_extra_size`):
+/// `nr_local` 0 (`EINVAL`) or over `UIO_MAXIOV` (`EMSGSIZE`), an unreadable array (`EFAULT`),
+/// an empty or wrapping iovec (`EINVAL`).
+pub(crate) fn read_local_vecs(data: &[u8]) -> Result<KVec<RdsIovec>> {
+    let args = RdmaArgs::decode(data).ok_or(EINVAL)?;
+    if args.nr_local == 0 {
+        return Err(EINVAL);
+    }
+    if args.nr_local > UIO_MAXIOV {
+        return Err(crate::bindings::net::emsgsize());
+    }
+    let n = usize::try_from(args.nr_local).map_err(|_| EINVAL)?;
+    let mut raw = KVec::new();
+    let addr = usize::try_from(args.local_vec_addr).map_err(|_| EFAULT)?;
+    UserSlice::new(addr, n * RDS_IOVEC_LEN)
+        .reader()
+        .read_all(&mut raw, GFP_KERNEL)?;
+    let mut local = KVec::with_capacity(n, GFP_KERNEL)?;
+    for chunk in raw.chunks(RDS_IOVEC_LEN) {
+        local.push(RdsIovec::decode(chunk).ok_or(EINVAL)?, GFP_KERNEL)?;
+    }
+    rdma_pages(&local).map_err(mr_error)?;
+    Ok(local)
+}
+
 impl RdsSocket {
     /// Registers user memory (C: `__rds_rdma_map`); returns the cookie and the r_key.
     pub(crate) fn get_mr(&self, sock: &Sock<Rds>, args: &GetMrArgs) -> Result<(u64, u32)> {
@@ -391,9 +427,14 @@ impl RdsSocket {
     /// Reads the RDMA control messages of a `sendmsg` (C: `rds_cmsg_send` for the RDMA
     /// types), pinning local memory and registering `RDMA_MAP` ranges. The caller has checked
     /// them with `scan_send_cmsgs`.
-    pub(crate) fn prepare_rdma(&self, sock: &Sock<Rds>, control: &[u8]) -> Result<SendRdma> {
+    pub(crate) fn prepare_rdma(
+        &self,
+        sock: &Sock<Rds>,
+        control: &[u8],
+        vecs: LocalVecs,
+    ) -> Result<SendRdma> {
         let mut out = SendRdma::default();
-        let res = self.prepare_rdma_into(sock, control, &mut out);
+        let res = self.prepare_rdma_into(sock, control, vecs, &mut out);
         if let Err(e) = res {
             self.undo_rdma(&mut out);
             return Err(e);
@@ -401,7 +442,14 @@ impl RdsSocket {
         Ok(out)
     }
 
-    fn prepare_rdma_into(&self, sock: &Sock<Rds>, control: &[u8], out: &mut SendRdma) -> Result {
+    fn prepare_rdma_into(
+        &self,
+        sock: &Sock<Rds>,
+        control: &[u8],
+        vecs: LocalVecs,
+        out: &mut SendRdma,
+    ) -> Result {
+        let mut vecs = vecs.into_iter();
         for c in cmsgs(control) {
             let c = c.map_err(|_| EINVAL)?;
             if c.level != SOL_RDS {
@@ -413,7 +461,8 @@ impl RdsSocket {
                         return Err(EINVAL);
                     }
                     let args = RdmaArgs::decode(c.data).ok_or(EINVAL)?;
-                    out.op = Some(self.prepare_rdma_args(&args)?);
+                    let local = vecs.next().ok_or(EINVAL)?;
+                    out.op = Some(self.prepare_rdma_args(&args, &local)?);
                 }
                 RDS_CMSG_ATOMIC_FADD
                 | RDS_CMSG_ATOMIC_CSWP
@@ -474,25 +523,14 @@ impl RdsSocket {
         }
     }
 
-    /// `RDS_CMSG_RDMA_ARGS` (C: `rds_rdma_extra_size` and `rds_cmsg_rdma_args`).
-    fn prepare_rdma_args(&self, args: &RdmaArgs) -> Result<KBox<RdmaOp>> {
-        if args.nr_local == 0 {
+    /// `RDS_CMSG_RDMA_ARGS` (C: `rds_cmsg_rdma_args`), with the local iovecs read and checked
+    /// before ([`read_local_vecs`]): pins them (`EFAULT`), then checks that they do not add up to
+    /// more than the remote vector (`EINVAL`), in C's order.
+    fn prepare_rdma_args(&self, args: &RdmaArgs, local: &[RdsIovec]) -> Result<KBox<RdmaOp>> {
+        if local.len() as u64 != args.nr_local {
             return Err(EINVAL);
         }
-        if args.nr_local > UIO_MAXIOV {
-            return Err(crate::bindings::net::emsgsize());
-        }
-        let n = usize::try_from(args.nr_local).map_err(|_| EINVAL)?;
-        let mut raw = KVec::new();
-        let addr = usize::try_from(args.local_vec_addr).map_err(|_| EFAULT)?;
-        UserSlice::new(addr, n * RDS_IOVEC_LEN)
-            .reader()
-            .read_all(&mut raw, GFP_KERNEL)?;
-        let mut local = KVec::with_capacity(n, GFP_KERNEL)?;
-        for chunk in raw.chunks(RDS_IOVEC_LEN) {
-            local.push(RdsIovec::decode(chunk).ok_or(EINVAL)?, GFP_KERNEL)?;
-        }
-        check_rdma_args(args, &local).map_err(mr_error)?;
+        let n = local.len();
         let write = args.is_write();
         let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
         for v in local.iter() {
@@ -509,6 +547,7 @@ impl RdsSocket {
                 GFP_KERNEL,
             )?;
         }
+        check_rdma_bytes(args, local).map_err(mr_error)?;
         crate::stats::inc(crate::proto::Stat::SendRdma);
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(

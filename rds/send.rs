@@ -20,10 +20,10 @@ use crate::bindings::raw;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
-    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs,
+    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs_with,
     sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED, RDS_RDMA_SUCCESS,
 };
-use crate::rdma::{RdmaOp, SendRdma, Tracker};
+use crate::rdma::{read_local_vecs, LocalVecs, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
 use crate::stats;
 use kernel::{
@@ -66,8 +66,13 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
     if zcopy && route.transport != TransportKind::Tcp {
         return Err(eopnotsupp());
     }
-    let cmsgs =
-        scan_send_cmsgs(control, flags & MSG_ZEROCOPY != 0).map_err(|e| errno(e.errno()))?;
+    // C's `rds_rm_size`: the walk that also reads and checks each RDMA_ARGS's local iovecs.
+    let mut vecs: LocalVecs = KVec::new();
+    let cmsgs = scan_send_cmsgs_with(control, flags & MSG_ZEROCOPY != 0, |data| {
+        let local = read_local_vecs(data)?;
+        vecs.push(local, GFP_KERNEL)?;
+        Ok::<(), Error>(())
+    })?;
 
     let payload = Payload::new(msg.copy_payload(len)?)?;
     stats::add(Stat::CopyFromUser, len as u64);
@@ -78,7 +83,7 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
         || cmsgs.zcopy_cookie
         || cmsgs.rdma_id > 0
     {
-        s.prepare_rdma(sock, control)?
+        s.prepare_rdma(sock, control, vecs)?
     } else {
         SendRdma::default()
     };
@@ -150,8 +155,9 @@ fn queue_message(
                 .map_err(|_| EFAULT)
                 .and_then(|a| UserSlice::new(a, 8).writer().write(&op.id()));
             if let Err(e) = written {
-                // The operation never happened: it is settled (cancelled) at once.
-                complete(&m, RDS_RDMA_CANCELED);
+                // The operation never happened: its id completes at once (so no barrier waits
+                // for it), with no notification.
+                settle(&m, RDS_RDMA_CANCELED, false);
                 return Err(e);
             }
         }
@@ -316,6 +322,12 @@ fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) ->
 /// A notification is due when the operation asked for one (`RDS_RDMA_NOTIFY_ME`), or when it
 /// failed (but was not cancelled) and the socket had `RDS_RECVERR` on, as in C.
 pub(crate) fn complete(msg: &Message, status: i32) {
+    settle(msg, status, true);
+}
+
+/// [`complete`], with notifications only when `notify` (a send refused after its operation
+/// was numbered is not a completion the caller needs to hear about).
+fn settle(msg: &Message, status: i32, notify: bool) {
     let Owner { sock, notifier } = msg.take_owner();
     let Some(sock) = sock else {
         drop(notifier);
@@ -335,8 +347,11 @@ pub(crate) fn complete(msg: &Message, status: i32) {
                 if let Some(t) = d.trackers.get_mut(&(msg.daddr, msg.dport)) {
                     t.complete(op.id());
                 }
-                let due = op.notify
-                    || (op.recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED);
+                let due = notify
+                    && (op.notify
+                        || (op.recverr
+                            && status != RDS_RDMA_SUCCESS
+                            && status != RDS_RDMA_CANCELED));
                 match notifier {
                     Some(n) if due => {
                         n.status

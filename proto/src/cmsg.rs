@@ -266,6 +266,22 @@ pub struct SendCmsgs {
 /// - (rds-rs's extension) [`RDS_CMSG_RDMA_ID`] is given more than once, or
 ///   without an RDMA_ARGS or atomic operation to number.
 pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
+    scan_send_cmsgs_with(control, zerocopy, |_| Ok::<(), CmsgError>(()))
+}
+
+/// [`scan_send_cmsgs`] with C's per-`RDMA_ARGS` work done in walk order: `on_args` gets the
+/// data of each [`RDS_CMSG_RDMA_ARGS`] as the walk reaches it (C: `rds_rdma_extra_size`, which
+/// reads and checks the local iovecs there), and its error ends the walk, before later control
+/// messages and before the combination rules are looked at, as in C.
+///
+/// # Errors
+///
+/// As [`scan_send_cmsgs`], converted into `E`, or `on_args`'s error.
+pub fn scan_send_cmsgs_with<E: From<CmsgError>>(
+    control: &[u8],
+    zerocopy: bool,
+    mut on_args: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<SendCmsgs, E> {
     let mut s = SendCmsgs::default();
     for c in cmsgs(control) {
         let c = c?;
@@ -273,7 +289,10 @@ pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, Cmsg
             continue;
         }
         match c.kind {
-            RDS_CMSG_RDMA_ARGS => s.rdma_args = s.rdma_args.saturating_add(1),
+            RDS_CMSG_RDMA_ARGS => {
+                on_args(c.data)?;
+                s.rdma_args = s.rdma_args.saturating_add(1);
+            }
             RDS_CMSG_ZCOPY_COOKIE => s.zcopy_cookie = true,
             RDS_CMSG_RDMA_DEST => s.rdma_dest = s.rdma_dest.saturating_add(1),
             RDS_CMSG_RDMA_MAP => s.rdma_map = s.rdma_map.saturating_add(1),
@@ -282,20 +301,20 @@ pub fn scan_send_cmsgs(control: &[u8], zerocopy: bool) -> Result<SendCmsgs, Cmsg
             | RDS_CMSG_MASKED_ATOMIC_CSWP
             | RDS_CMSG_MASKED_ATOMIC_FADD => s.atomics = s.atomics.saturating_add(1),
             RDS_CMSG_RDMA_ID => s.rdma_id = s.rdma_id.saturating_add(1),
-            _ => return Err(CmsgError::Inval),
+            _ => return Err(CmsgError::Inval.into()),
         }
     }
     if zerocopy && !s.zcopy_cookie {
-        return Err(CmsgError::Inval);
+        return Err(CmsgError::Inval.into());
     }
     // Ensure (DEST, MAP, ZCOPY_COOKIE) are never used with (ARGS, ATOMIC).
     let group_dest = s.rdma_dest != 0 || s.rdma_map != 0 || s.zcopy_cookie;
     let group_args = s.rdma_args != 0 || s.atomics != 0;
     if group_dest && group_args {
-        return Err(CmsgError::Inval);
+        return Err(CmsgError::Inval.into());
     }
     if s.rdma_id > 1 || (s.rdma_id == 1 && !group_args) {
-        return Err(CmsgError::Inval);
+        return Err(CmsgError::Inval.into());
     }
     Ok(s)
 }

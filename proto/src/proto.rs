@@ -58,9 +58,9 @@ pub use barrier::{
 };
 pub use checksum::{header_checksum, internet_checksum, verify_checksum};
 pub use cmsg::{
-    cmsg_align, cmsg_len, cmsg_space, cmsgs, encode_cmsg, rdma_bytes, scan_send_cmsgs, Cmsg,
-    CmsgError, CmsgIter, SendCmsgs, CMSG_HDR_LEN, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
-    RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
+    cmsg_align, cmsg_len, cmsg_space, cmsgs, encode_cmsg, rdma_bytes, scan_send_cmsgs,
+    scan_send_cmsgs_with, Cmsg, CmsgError, CmsgIter, SendCmsgs, CMSG_HDR_LEN, RDMA_ARGS_LEN,
+    RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
     RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
     RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION,
     RDS_CMSG_ZCOPY_COOKIE, SOL_RDS, SOL_SOCKET,

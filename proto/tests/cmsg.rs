@@ -656,3 +656,49 @@ fn rdma_id_needs_an_operation() {
     let s = scan_send_cmsgs(&cat(&[fadd, id]), false).unwrap();
     assert_eq!((s.atomics, s.rdma_id), (1, 1));
 }
+
+/// `scan_send_cmsgs_with` runs the RDMA_ARGS hook in walk order, so its error wins over a later
+/// unknown type and over the combination rules, as `rds_rdma_extra_size` inside C's
+/// `rds_rm_size` loop does; an earlier unknown type wins over it.
+#[test]
+fn scan_with_runs_args_hook_in_order() {
+    use rds_proto::scan_send_cmsgs_with;
+    #[derive(Debug, PartialEq)]
+    enum E {
+        Cmsg,
+        Args,
+    }
+    impl From<CmsgError> for E {
+        fn from(_: CmsgError) -> Self {
+            E::Cmsg
+        }
+    }
+    let args = msg(SOL_RDS, RDS_CMSG_RDMA_ARGS, &rdma_args(0));
+    let dest = msg(SOL_RDS, rds_proto::RDS_CMSG_RDMA_DEST, &[0; 8]);
+    let unknown = msg(SOL_RDS, 10, &[0; 8]);
+    let fail = |_: &[u8]| Err::<(), E>(E::Args);
+    assert_eq!(
+        scan_send_cmsgs_with(&cat(&[dest.clone(), args.clone()]), false, fail),
+        Err(E::Args)
+    );
+    assert_eq!(
+        scan_send_cmsgs_with(&cat(&[args.clone(), unknown.clone()]), false, fail),
+        Err(E::Args)
+    );
+    assert_eq!(
+        scan_send_cmsgs_with(&cat(&[unknown, args.clone()]), false, fail),
+        Err(E::Cmsg)
+    );
+    let mut seen = 0;
+    let s = scan_send_cmsgs_with(&cat(&[args.clone(), args]), false, |d: &[u8]| {
+        seen += 1;
+        assert_eq!(d.len(), 56);
+        Ok::<(), E>(())
+    })
+    .unwrap();
+    assert_eq!((seen, s.rdma_args), (2, 2));
+    assert_eq!(
+        scan_send_cmsgs_with(&cat(&[dest]), false, fail).map(|s| s.rdma_dest),
+        Ok(1)
+    );
+}
