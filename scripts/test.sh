@@ -100,7 +100,11 @@ for impl in c:a rs:b; do
       netns-traffic:netns_send_to_other_namespace netns-traffic:netns_info_sockets_new \
       close-race:close_while_sending close-race:churn_threads \
       load:load_finished_in_time load:load_messages load:load_rcvbuf_accounting \
-      load:load_workers_exit; do
+      load:load_workers_exit \
+      rdma-abi:get_mr_unbound rdma-abi:get_mr_optlen_31 rdma-abi:free_mr_optlen_15 \
+      rdma-abi:dest_and_args rdma-abi:args_nr_local_1025 rdma-abi:args_remote_bytes_1m_plus_1 \
+      rdma-abi:args_read_local_read_only rdma-abi:atomic_local_unaligned \
+      rdma-abi:rdma_abi_nothing_delivered; do
     expect+=(--expect "$res/$g/${check%%:*}.$impl.tap:${check#*:}")
   done
 done
@@ -112,6 +116,31 @@ for impl in c:a rs:b; do
       ping-cross:ping_cross_address_pong; do
     expect+=(--expect "$res/$g/${check%%:*}-$impl.tap:${check#*:}")
   done
+done
+# RDMA over loopback (rds_rs only), and the registration rules paired with C's RDS/IB.
+for name in write_1_1iov read_1m_512iov write_4k1_16iov remote_offset_tampered \
+    rdma_map_then_write rdma_dest_then_read atomic_fadd atomic_cswp_hit atomic_cswp_miss \
+    atomic_masked_fadd_fields16 atomic_masked_cswp_hit use_once_second_fails \
+    rdma_after_invalidate free_mr_cookie_0_flush notify_many_in_one_recvmsg \
+    notify_room_for_one no_notify_me_no_notification recverr_failure_notified \
+    recverr_off_failure_silent silent_write_no_payload silent_write_with_payload \
+    poll_pending_notification rdma_id_per_destination barrier_dontwait_not_reached \
+    barrier_o_nonblock_not_reached barrier_blocking_woken barrier_many_ops \
+    barrier_failed_op_completes cancel_notifications cancel_raises_mark barrier_never_issued \
+    barrier_optlen_151 window_4096 close_sender_with_ops_queued close_owner_with_op_queued \
+    get_mr_unbound get_mr_258_pages free_mr_twice free_mr_other_socket \
+    rdma_dest_other_socket_cookie rdma_dest_freed_cookie args_nr_local_0 args_nr_local_1025 \
+    args_iovecs_unmapped args_local_more_than_remote args_write_local_unmapped \
+    args_read_local_read_only args_write_local_read_only remote_past_end_by_1 \
+    remote_freed_key atomic_local_unaligned atomic_remote_unaligned combo_dest_and_args \
+    combo_two_args combo_args_and_atomic rdma_id_without_op args_remote_bytes_over_1m \
+    good_op_after_bad_input vmlck_after_close v6_write_4k rlimit_memlock_charged \
+    rlimit_memlock_0_no_cap; do
+  expect+=(--expect "$res/b/rdma-rs.tap:$name")
+done
+for name in reg_zero_length reg_258_pages reg_unmapped reg_no_mlock_valid free_unknown_cookie \
+    free_cookie_0_flush; do
+  expect+=(--expect "$res/a/rdma-reg.c.tap:$name" --expect "$res/b/rdma-reg.rs.tap:$name")
 done
 for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")

@@ -20,15 +20,24 @@
 //! queries ([`RdsSocket::info`] and the parsers in [`info`]), `poll` helpers, and raw variants
 //! whose every pointer and length is chosen by the caller, for testing what the kernel refuses
 //! ([`RdsSocket::sendmsg_raw`], [`RdsSocket::recvmsg_raw`], [`FaultRegion`]).
+//!
+//! RDMA ([`rdma`]): memory registrations ([`RdsSocket::get_mr`], [`RdsSocket::free_mr`]), the
+//! RDMA and atomic control messages ([`ControlBuf::rdma_args`], [`ControlBuf::atomic`], ...),
+//! notifications ([`Cmsg::rdma_status`]), rds-rs's barrier ([`RdsSocket::barrier`]), and
+//! [`rdma::RdmaMem`], memory the kernel may write into at any time.
 
 pub mod addr;
 pub mod cmsg;
 pub mod info;
 pub mod raw;
+pub mod rdma;
 
 pub use addr::{parse_sockaddr, sockaddr_bytes};
 pub use cmsg::{parse_cmsgs, Cmsg, ControlBuf};
 pub use raw::{FaultRegion, RawRecv, RawRecvOut, RawSend, UserBuf, UserBufMut};
+pub use rdma::{
+    AtomicArgs, AtomicOp, BarrierArgs, GetMrArgs, RdmaArgs, RdmaMem, RdmaNotify, RdsIovec,
+};
 
 use std::io;
 use std::mem::{size_of, zeroed};

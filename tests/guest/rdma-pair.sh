@@ -1,6 +1,7 @@
 #!/bin/bash
 # One side of the two-guest RDS/IB test: brings up soft-RoCE (or soft-iWARP) on the guest's only
-# NIC, loads the in-tree C RDS over RDMA, and runs the ping-pong program as server or client.
+# NIC, loads the in-tree C RDS over RDMA, and runs the ping-pong program as server or client;
+# the server first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh server|client OUT KDIR TESTS-BIN MY-ADDR PEER-ADDR PORT COUNT RXE|SIW PEER-OUT
 # The client starts only when the server has written PEER-OUT/ready (both guests see the host's
 # filesystem), so it never connects to a guest whose RDS/IB is not listening yet.
@@ -24,6 +25,9 @@ ip link set "$nics" up && ip addr add "$ME/24" dev "$nics" \
 
 if load_c rdma; then
   if [ "$ROLE" = server ]; then
+    # The registration rules of C's RDS/IB (soft-RoCE), paired with rds_rs's loopback run in
+    # the suite's rds_rs half (rdma-reg.rs.tap): only the server writes this file.
+    run_prog harness.tap rdma_reg_c "$TESTS" rdma-reg "$ME" ib > "$OUT/rdma-reg.c.tap"
     echo ready > "$OUT/ready"
     run_prog harness.tap pingpong "$TESTS" pingpong server "$ME" "$PORT" "$COUNT" \
       > "$OUT/pingpong-c-$SOFT.tap"

@@ -21,7 +21,7 @@ rs_loads=0
 LOAD_MESSAGES=${LOAD_MESSAGES:-100000}
 datapath() {
   local impl=$1 s
-  for s in sendrecv cmsg poll sockopt2 info ping sysctl netns-traffic close-race; do
+  for s in sendrecv cmsg poll sockopt2 info ping sysctl netns-traffic close-race rdma-abi; do
     run_prog harness.tap "${s}_$impl" "$TESTS" "$s" > "$OUT/$s.$impl.tap"
   done
   run_prog harness.tap "load_$impl" "$TESTS" load "$LOAD_MESSAGES" 600 > "$OUT/load.$impl.tap"
@@ -57,6 +57,13 @@ if load_rs; then
   run_prog harness.tap netns_rs "$TESTS" netns OK > "$OUT/netns-rs.tap"
   run_prog harness.tap cong_rs "$TESTS" cong congests > "$OUT/cong-rs.tap"
   run_prog harness.tap ping_cross_rs "$TESTS" ping-cross pinger > "$OUT/ping-cross-rs.tap"
+  # RDMA over loopback, the barrier, RDMA bad input: rds_rs's extension (C's loopback has no
+  # RDMA), not paired. It drives the loop_hold hook in debugfs (~35 s under TCG).
+  run_prog harness.tap rdma_rs "$TESTS" rdma > "$OUT/rdma-rs.tap"
+  # Registration rules on a transport with registrations, paired with the run of C's RDS/IB
+  # that rdma-pair.sh makes on guest a (so only when the suite is split over two guests).
+  [ "$PART" = rs ] && run_prog harness.tap rdma_reg_rs "$TESTS" rdma-reg 127.0.0.1 \
+    > "$OUT/rdma-reg.rs.tap"
   # A socket held open pins the module: rmmod must fail with EBUSY and change nothing.
   "$TESTS" hold 60 > "$OUT/hold.out" 2>&1 & holder=$!
   for _ in $(seq 300); do grep -q holding "$OUT/hold.out" && break; sleep 0.1; done

@@ -23,6 +23,10 @@
 //! - `rds-tests netns-traffic`: messages and info lists across network namespaces.
 //! - `rds-tests cong <congests|never>`: congestion over loopback (a documented difference).
 //! - `rds-tests close-race`: closing sockets other threads are using.
+//! - `rds-tests rdma`: RDMA over loopback, the barrier, bad input (rds_rs only: an extension).
+//! - `rds-tests rdma-abi`: the RDMA argument checks C RDS and rds_rs share.
+//! - `rds-tests rdma-reg <addr> [ib]`: registration rules on a transport with memory
+//!   registrations (C's RDS/IB, rds_rs's loopback).
 //! - `rds-tests load [messages [timeout-seconds]]`: 8 processes, 64 sockets, content checks.
 //! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
 //! - `rds-tests pingpong server <addr> <port> <count>`
@@ -39,6 +43,11 @@ mod netns_traffic;
 mod ping;
 mod pingpong;
 mod poll;
+mod rdma;
+mod rdma_abi;
+mod rdma_bad;
+mod rdma_barrier;
+mod rdma_reg;
 mod sendrecv;
 mod socket;
 mod sockopt;
@@ -187,6 +196,9 @@ fn main() -> ExitCode {
         ["netns-traffic"] => netns_traffic::run(&mut report),
         ["cong", expect] => cong::run(&mut report, expect),
         ["close-race"] => close_race::run(&mut report),
+        ["rdma"] => rdma::run(&mut report),
+        ["rdma-abi"] => rdma_abi::run(&mut report),
+        ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
         ["load", rest @ ..] => load::run(&mut report, rest),
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
         ["hold", secs] => hold(secs),

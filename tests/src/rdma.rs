@@ -1,0 +1,1966 @@
+//! RDMA over loopback (rds_rs only: C's loopback transport has no RDMA; an rds-rs extension,
+//! `Documentation/rdma.md`). Results go to the unpaired file `rdma-rs.tap`.
+//!
+//! A client socket registers memory and a server socket moves data into and out of it with
+//! `RDS_CMSG_RDMA_ARGS` and the atomics, in the same process: the cookie is handed over
+//! directly, or as `RDS_CMSG_RDMA_DEST` (`RDS_GET_MR` vs `RDS_CMSG_RDMA_MAP`). Every transfer
+//! is verified byte by byte, guard bytes around it included. This file has the transfers,
+//! atomics, registrations (use-once, invalidate, flush), notifications and `poll`;
+//! `rdma_barrier.rs` the barrier, cancel and close with operations in flight (through the
+//! `loop_hold` test hook of rds_rs), `rdma_bad.rs` bad input.
+//!
+//! Ports 4600-4669 on 127.0.0.1, 127.0.0.2 and ::1. Observations are errno names, notification
+//! statuses and tokens, values and `ok`/`bad` verdicts of content checks.
+
+use crate::util::{bound, err_name, pattern, res_obs, v4, v6_lo, wait_msg, ARRIVAL};
+use crate::Report;
+use librds::rdma::{
+    status_name, RDS_RDMA_INVALIDATE, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SILENT,
+    RDS_RDMA_USE_ONCE,
+};
+use librds::{
+    AtomicArgs, AtomicOp, ControlBuf, GetMrArgs, RdmaArgs, RdmaMem, RdmaNotify, RdsIovec, RdsSocket,
+};
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// The loopback hold hook of rds_rs.
+pub(crate) const LOOP_HOLD: &str = "/sys/kernel/debug/rds_rs/loop_hold";
+
+pub(crate) const LO: [u8; 4] = [127, 0, 0, 1];
+
+/// Holds loopback delivery (`loop_hold` = 1) while it lives; writes 0 when dropped.
+pub(crate) struct Hold(());
+
+impl Hold {
+    /// Sets `loop_hold` to 1.
+    pub(crate) fn on() -> Result<Self, String> {
+        std::fs::write(LOOP_HOLD, "1").map_err(|e| format!("writing {LOOP_HOLD}: {e}"))?;
+        Ok(Self(()))
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(LOOP_HOLD, "0") {
+            eprintln!("rds-tests: could not reset {LOOP_HOLD}: {e}");
+        }
+    }
+}
+
+/// `VmLck` of this process in kB: rds_rs charges registrations to the locked memory of the
+/// registering task, so this shows registrations that exist (the tests lock nothing else).
+pub(crate) fn vmlck_kb() -> i64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmLck:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(-1)
+}
+
+/// Runs `f` on a new thread whose effective capabilities lack `CAP_IPC_LOCK` (capabilities
+/// are per thread), so that `RLIMIT_MEMLOCK` applies to it.
+pub(crate) fn without_cap_ipc_lock<T: Send>(f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const CAP_IPC_LOCK: u32 = 14;
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            // _LINUX_CAPABILITY_VERSION_3, the calling thread.
+            let mut h = Header {
+                version: 0x2008_0522,
+                pid: 0,
+            };
+            let mut d = [Data::default(); 2];
+            // SAFETY: capget reads the header and writes two `Data` (version 3).
+            if unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) } != 0 {
+                return Err(format!("capget: {}", io::Error::last_os_error()));
+            }
+            d[0].effective &= !(1 << CAP_IPC_LOCK);
+            // SAFETY: capset reads the header and two `Data`; it changes this thread only.
+            if unsafe { libc::syscall(libc::SYS_capset, &h, d.as_ptr()) } != 0 {
+                return Err(format!("capset: {}", io::Error::last_os_error()));
+            }
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| "thread panicked".to_string())?
+    })
+}
+
+/// Sets the soft `RLIMIT_MEMLOCK` of the process (bytes) and returns the old soft limit.
+pub(crate) fn set_memlock(cur: u64) -> Result<u64, String> {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `rl` is valid for writes.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) } != 0 {
+        return Err(format!("getrlimit: {}", io::Error::last_os_error()));
+    }
+    let old = rl.rlim_cur;
+    rl.rlim_cur = cur.min(rl.rlim_max);
+    // SAFETY: `rl` is a valid `rlimit`.
+    if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rl) } != 0 {
+        return Err(format!("setrlimit: {}", io::Error::last_os_error()));
+    }
+    Ok(old)
+}
+
+/// A socket bound to `addr` with large send and receive buffers.
+pub(crate) fn big(addr: SocketAddr) -> Result<RdsSocket, String> {
+    let s = bound(addr)?;
+    s.set_int(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 8 << 20)
+        .and_then(|_| s.set_int(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 8 << 20))
+        .map_err(|e| format!("SO_*BUFFORCE: {e}"))?;
+    Ok(s)
+}
+
+/// Sends `payload` to `dest` with the control messages `ctl`.
+pub(crate) fn send_ctl(
+    s: &RdsSocket,
+    dest: &SocketAddr,
+    payload: &[u8],
+    ctl: &ControlBuf,
+    flags: i32,
+) -> io::Result<usize> {
+    s.send_msg(&[payload], Some(dest), ctl.as_bytes(), flags)
+}
+
+/// An RDMA operation's parameters for [`rdma_op`].
+#[derive(Clone, Debug)]
+pub(crate) struct Op {
+    pub(crate) cookie: u64,
+    pub(crate) remote_addr: u64,
+    pub(crate) remote_bytes: u64,
+    pub(crate) local: Vec<RdsIovec>,
+    pub(crate) flags: u64,
+    pub(crate) token: u64,
+}
+
+/// Sends an RDMA operation to `dest` with `payload`, the local iovecs encoded in a buffer that
+/// lives across the call; `id` receives the operation's id (`RDS_CMSG_RDMA_ID`) when given.
+pub(crate) fn rdma_op(
+    s: &RdsSocket,
+    dest: &SocketAddr,
+    op: &Op,
+    payload: &[u8],
+    id: Option<&mut u64>,
+    flags: i32,
+) -> io::Result<usize> {
+    let iovs = librds::rdma::encode_iovecs(&op.local);
+    let mut c = ControlBuf::new();
+    c.rdma_args(&RdmaArgs {
+        cookie: op.cookie,
+        remote: RdsIovec {
+            addr: op.remote_addr,
+            bytes: op.remote_bytes,
+        },
+        local_vec_addr: iovs.as_ptr() as u64,
+        nr_local: op.local.len() as u64,
+        flags: op.flags,
+        user_token: op.token,
+    });
+    if let Some(id) = id {
+        c.rdma_id(id as *mut u64 as u64);
+    }
+    send_ctl(s, dest, payload, &c, flags)
+}
+
+/// Sends an atomic operation to `dest` with `payload`.
+pub(crate) fn atomic_op(
+    s: &RdsSocket,
+    dest: &SocketAddr,
+    a: &AtomicArgs,
+    payload: &[u8],
+    id: Option<&mut u64>,
+) -> io::Result<usize> {
+    let mut c = ControlBuf::new();
+    c.atomic(a);
+    if let Some(id) = id {
+        c.rdma_id(id as *mut u64 as u64);
+    }
+    send_ctl(s, dest, payload, &c, 0)
+}
+
+/// One notification-or-message from `recvmsg` without waiting, with room for `room`
+/// notifications: `Ok(None)` when nothing is pending.
+pub(crate) fn recv_notes(
+    s: &RdsSocket,
+    room: usize,
+) -> Result<Option<(usize, i32, Vec<RdmaNotify>)>, String> {
+    let mut buf = [0u8; 256];
+    let cap = librds::cmsg::cmsg_space(16) * room;
+    match s.recv_msg(&mut buf, cap, libc::MSG_DONTWAIT) {
+        Ok(m) => Ok(Some((
+            m.len,
+            m.flags,
+            m.cmsgs.iter().filter_map(|c| c.rdma_status()).collect(),
+        ))),
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => Ok(None),
+        Err(e) => Err(format!("recvmsg: {}", err_name(&e))),
+    }
+}
+
+/// Collects notifications until `n` arrived or [`ARRIVAL`] passed; a data message on the way
+/// is counted as `other`.
+pub(crate) fn wait_notes(s: &RdsSocket, n: usize) -> (Vec<RdmaNotify>, usize) {
+    let t0 = Instant::now();
+    let mut notes = Vec::new();
+    let mut other = 0;
+    while notes.len() < n {
+        match recv_notes(s, 16) {
+            Ok(Some((len, _, v))) => {
+                if v.is_empty() || len > 0 {
+                    other += 1;
+                }
+                notes.extend(v);
+            }
+            Ok(None) => {
+                let left = ARRIVAL.saturating_sub(t0.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                let _ = s.poll(libc::POLLIN, left.min(Duration::from_millis(100)));
+            }
+            Err(_) => break,
+        }
+    }
+    (notes, other)
+}
+
+/// `STATUS#token,...` of notifications.
+pub(crate) fn notes_obs(v: &[RdmaNotify]) -> String {
+    if v.is_empty() {
+        return "none".into();
+    }
+    v.iter()
+        .map(|n| format!("{}#{}", status_name(n.status), n.user_token))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Waits for exactly one notification and describes it (`STATUS#token`, `none`, or more).
+pub(crate) fn one_note(s: &RdsSocket) -> String {
+    let (v, other) = wait_notes(s, 1);
+    let mut o = notes_obs(&v);
+    if other > 0 {
+        o.push_str(&format!("+{other}msgs"));
+    }
+    o
+}
+
+/// What is left on the two sockets (drained): `""` when nothing, else ` leftover=...`.
+/// Messages on the client (which registers) and notifications or messages on the server.
+pub(crate) fn leftovers(c: &RdsSocket, s: &RdsSocket) -> String {
+    let mut cn = 0;
+    let mut buf = vec![0u8; 1 << 20];
+    while c.recv(&mut buf, libc::MSG_DONTWAIT).is_ok() {
+        cn += 1;
+    }
+    let mut sn = Vec::new();
+    let mut smsgs = 0;
+    while let Ok(Some((len, _, v))) = recv_notes(s, 16) {
+        if v.is_empty() || len > 0 {
+            smsgs += 1;
+        }
+        sn.extend(v);
+    }
+    if cn == 0 && sn.is_empty() && smsgs == 0 {
+        String::new()
+    } else {
+        format!(
+            " leftover=client_msgs{cn},server_msgs{smsgs},notes{}",
+            notes_obs(&sn)
+        )
+    }
+}
+
+/// Receives one message on `c` within [`ARRIVAL`]: its payload and RDMA_DEST cookie.
+pub(crate) fn recv_msg(c: &RdsSocket) -> Result<(Vec<u8>, Option<u64>), String> {
+    if !wait_msg(c) {
+        return Err("no message".into());
+    }
+    let mut buf = vec![0u8; 1 << 20];
+    let m = c
+        .recv_msg(&mut buf, 256, libc::MSG_DONTWAIT)
+        .map_err(|e| format!("recv: {}", err_name(&e)))?;
+    buf.truncate(m.len);
+    Ok((buf, m.cmsgs.iter().find_map(|c| c.rdma_dest())))
+}
+
+/// The payload of the next message on `c` as text, or `none` / the error.
+pub(crate) fn got(c: &RdsSocket) -> String {
+    match recv_msg(c) {
+        Ok((p, _)) => format!("got={}", String::from_utf8_lossy(&p)),
+        Err(e) => e.replace(' ', "_"),
+    }
+}
+
+/// Whether nothing arrives on `c` within `d` (does not consume notifications; `c` must not
+/// have any).
+pub(crate) fn silent_for(c: &RdsSocket, d: Duration) -> bool {
+    !crate::util::wait_msg_for(c, d)
+}
+
+/// `ok` when `got == want`, else where they first differ.
+pub(crate) fn same(got: &[u8], want: &[u8]) -> String {
+    if got == want {
+        return "ok".into();
+    }
+    let at = got.iter().zip(want).position(|(a, b)| a != b);
+    format!("bad@{}", at.unwrap_or(got.len().min(want.len())))
+}
+
+/// `n` iovecs over `size` bytes of `mem` from offset `start`, each separated from the next by
+/// `gap` bytes (odd offsets, spanning pages). Returns them and the offsets of the segments.
+pub(crate) fn layout(
+    mem: &RdmaMem,
+    start: usize,
+    size: usize,
+    n: usize,
+    gap: usize,
+) -> (Vec<RdsIovec>, Vec<(usize, usize)>) {
+    let mut iovs = Vec::new();
+    let mut segs = Vec::new();
+    let mut off = start;
+    for i in 0..n {
+        let len = size / n + usize::from(i < size % n);
+        iovs.push(RdsIovec {
+            addr: mem.at(off),
+            bytes: len as u64,
+        });
+        segs.push((off, len));
+        off += len + gap;
+    }
+    (iovs, segs)
+}
+
+/// The client (registers memory) and server (issues operations) of most checks.
+pub(crate) struct Env {
+    pub(crate) c: RdsSocket,
+    pub(crate) s: RdsSocket,
+    pub(crate) ca: SocketAddr,
+    pub(crate) sa: SocketAddr,
+    pub(crate) token: u64,
+}
+
+impl Env {
+    pub(crate) fn new(ca: SocketAddr, sa: SocketAddr) -> Result<Self, String> {
+        Ok(Self {
+            c: big(ca)?,
+            s: big(sa)?,
+            ca,
+            sa,
+            token: 1000,
+        })
+    }
+
+    /// A fresh user token.
+    pub(crate) fn tok(&mut self) -> u64 {
+        self.token += 1;
+        self.token
+    }
+}
+
+pub(crate) fn run(r: &mut Report) -> Result<(), String> {
+    // Whatever an earlier run left, delivery is not held.
+    let _ = std::fs::write(LOOP_HOLD, "0");
+    r.expect(
+        "loop_hold_hook",
+        if std::path::Path::new(LOOP_HOLD).exists() {
+            "present"
+        } else {
+            "missing"
+        },
+        "present",
+    );
+    let lck0 = vmlck_kb();
+    let mut e = Env::new(v4(LO, 4600), v4(LO, 4601))?;
+    transfers(r, &mut e)?;
+    remote_offsets(r, &mut e)?;
+    map_and_dest(r, &mut e)?;
+    atomics(r, &mut e)?;
+    registrations(r, &mut e)?;
+    notifications(r, &mut e)?;
+    silent(r, &mut e)?;
+    ipv6(r)?;
+    crate::rdma_barrier::run(r, &mut e)?;
+    crate::rdma_bad::run(r, &mut e)?;
+    drop(e);
+    r.expect(
+        "vmlck_after_close",
+        &format!("{:+}", vmlck_kb() - lck0),
+        "+0",
+    );
+    Ok(())
+}
+
+/// RDMA write and read over every size and iovec count, with data and guard checks.
+fn transfers(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const ROFF: usize = 4093;
+    let sizes: [(usize, &str); 6] = [
+        (1, "1"),
+        (100, "100"),
+        (4096, "4k"),
+        (4097, "4k1"),
+        (65536, "64k"),
+        (1 << 20, "1m"),
+    ];
+    for (size, sname) in sizes {
+        let data = pattern(size, size as u64);
+        for n in [1usize, 2, 16, 512] {
+            if n > size {
+                continue;
+            }
+            for write in [true, false] {
+                let name = format!("{}_{sname}_{n}iov", if write { "write" } else { "read" });
+                let obs = transfer(e, size, n, write, &data, ROFF)?;
+                r.expect(
+                    &name,
+                    &obs,
+                    "OK delivered=yes data=ok guards=ok note=OK#tok",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One transfer of `size` bytes in `n` local iovecs (write: server to client's registration;
+/// read: client's registration to server), returning its observation.
+fn transfer(
+    e: &mut Env,
+    size: usize,
+    n: usize,
+    write: bool,
+    data: &[u8],
+    roff: usize,
+) -> Result<String, String> {
+    let gap = 3;
+    let cmem = RdmaMem::new(roff + size + 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4093 + size + n * gap + 4096).map_err(|e| format!("mmap: {e}"))?;
+    cmem.fill(0xEE);
+    smem.fill(0x11);
+    let (iovs, segs) = layout(&smem, 4093, size, n, gap);
+    if write {
+        let mut at = 0;
+        for (off, len) in &segs {
+            smem.write(*off, &data[at..at + len]);
+            at += len;
+        }
+    } else {
+        cmem.write(roff, data);
+    }
+    let cookie = match e.c.get_mr(cmem.at(roff), size as u64, RDS_RDMA_READWRITE) {
+        Ok(c) => c,
+        Err(err) => return Ok(format!("GET_MR_{}", err_name(&err))),
+    };
+    let token = e.tok();
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: size as u64,
+        local: iovs,
+        flags: RDS_RDMA_NOTIFY_ME | if write { RDS_RDMA_READWRITE } else { 0 },
+        token,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"xfer", None, 0);
+    let mut obs = res_obs(&sent);
+    if sent.is_ok() {
+        let delivered = match recv_msg(&e.c) {
+            Ok((p, _)) if p == b"xfer" => "yes".to_string(),
+            Ok(_) => "wrong".into(),
+            Err(_) => "no".into(),
+        };
+        let note = one_note(&e.s).replace(&format!("#{token}"), "#tok");
+        let (d, g) = if write {
+            let got = cmem.read(0, cmem.len());
+            let mut want = vec![0xEE; cmem.len()];
+            want[roff..roff + size].copy_from_slice(data);
+            (same(&got[roff..roff + size], data), same(&got, &want))
+        } else {
+            let got = smem.read(0, smem.len());
+            let mut want = vec![0x11; smem.len()];
+            let mut at = 0;
+            let mut gathered = Vec::with_capacity(size);
+            for (off, len) in &segs {
+                want[*off..off + len].copy_from_slice(&data[at..at + len]);
+                gathered.extend_from_slice(&got[*off..off + len]);
+                at += len;
+            }
+            (same(&gathered, data), same(&got, &want))
+        };
+        obs = format!("{obs} delivered={delivered} data={d} guards={g} note={note}");
+    }
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(obs)
+}
+
+/// Remote addresses inside a registration: `remote_vec.addr` > 0, ranges crossing pages, a
+/// remote range longer than the local bytes, the exact end.
+fn remote_offsets(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(4 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let base = 7;
+    let len = 3 * 4096 + 5;
+    let cookie =
+        e.c.get_mr(cmem.at(base), len as u64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect(
+        "cookie_offset_is_page_offset",
+        &format!(
+            "offset={} key_nonzero={}",
+            librds::rdma::cookie_offset(cookie),
+            librds::rdma::cookie_key(cookie) != 0
+        ),
+        "offset=7 key_nonzero=true",
+    );
+    // (name, remote addr, remote bytes, local bytes, write)
+    let cases: [(&str, u64, u64, usize, bool); 5] = [
+        ("write_at_remote_offset", 4000, 100, 100, true),
+        ("read_at_remote_offset", 9000, 50, 50, false),
+        ("write_remote_bytes_larger", 20, 200, 100, true),
+        ("write_exact_end", (len - 64) as u64, 64, 64, true),
+        ("read_remote_bytes_larger", 0, len as u64, 4096, false),
+    ];
+    for (name, raddr, rbytes, lbytes, write) in cases {
+        cmem.fill(0xEE);
+        smem.fill(0x11);
+        let data = pattern(lbytes, raddr);
+        let at = base + raddr as usize;
+        if write {
+            smem.write(5, &data);
+        } else {
+            cmem.write(at, &data);
+        }
+        let token = e.tok();
+        let op = Op {
+            cookie,
+            remote_addr: raddr,
+            remote_bytes: rbytes,
+            local: vec![RdsIovec {
+                addr: smem.at(5),
+                bytes: lbytes as u64,
+            }],
+            flags: RDS_RDMA_NOTIFY_ME | if write { RDS_RDMA_READWRITE } else { 0 },
+            token,
+        };
+        let sent = rdma_op(&e.s, &e.ca, &op, b"off", None, 0);
+        let mut obs = res_obs(&sent);
+        if sent.is_ok() {
+            let m = got(&e.c);
+            let note = one_note(&e.s).replace(&format!("#{token}"), "");
+            let d = if write {
+                let mut want = vec![0xEE; cmem.len()];
+                want[at..at + lbytes].copy_from_slice(&data);
+                same(&cmem.read(0, cmem.len()), &want)
+            } else {
+                let mut want = vec![0x11; smem.len()];
+                want[5..5 + lbytes].copy_from_slice(&data);
+                same(&smem.read(0, smem.len()), &want)
+            };
+            obs = format!("{obs} {m} data={d} note={note}");
+        }
+        r.expect(name, &obs, "OK got=off data=ok note=OK");
+    }
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
+
+/// `RDS_GET_MR` vs `RDS_CMSG_RDMA_MAP`, and `RDS_CMSG_RDMA_DEST` cookie passing: the
+/// receiver learns the cookie from the message and RDMAs with it.
+fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let lck0 = vmlck_kb();
+
+    // RDMA_MAP: the client registers with its message to the server.
+    cmem.fill(0xEE);
+    let mut cookie = 0u64;
+    let mut c = ControlBuf::new();
+    c.rdma_map(&GetMrArgs {
+        vec: RdsIovec {
+            addr: cmem.at(4000),
+            bytes: 300,
+        },
+        cookie_addr: &mut cookie as *mut u64 as u64,
+        flags: RDS_RDMA_READWRITE,
+    });
+    r.expect(
+        "rdma_map_send",
+        &res_obs(&send_ctl(&e.c, &e.sa, b"map", &c, 0)),
+        "OK",
+    );
+    let (obs, seen) = match recv_msg(&e.s) {
+        Ok((p, dest)) => (
+            format!(
+                "payload={} dest_cookie={}",
+                String::from_utf8_lossy(&p),
+                match dest {
+                    Some(d) if d == cookie && d != 0 => "same",
+                    Some(_) => "different",
+                    None => "none",
+                }
+            ),
+            dest,
+        ),
+        Err(err) => (err.replace(' ', "_"), None),
+    };
+    r.expect(
+        "rdma_map_receiver_gets_cookie",
+        &obs,
+        "payload=map dest_cookie=same",
+    );
+    r.expect(
+        "rdma_map_registers",
+        &format!("vmlck={:+}", vmlck_kb() - lck0),
+        "vmlck=+8",
+    );
+    // The server writes into the client's buffer with the cookie it received.
+    let data = pattern(300, 77);
+    smem.write(100, &data);
+    let op = Op {
+        cookie: seen.unwrap_or(0),
+        remote_addr: 0,
+        remote_bytes: 300,
+        local: vec![RdsIovec {
+            addr: smem.at(100),
+            bytes: 300,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+        token: 1,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"done", None, 0);
+    let mut obs = res_obs(&sent);
+    if sent.is_ok() {
+        let mut want = vec![0xEE; cmem.len()];
+        want[4000..4300].copy_from_slice(&data);
+        obs = format!(
+            "{obs} {} data={} note={}",
+            got(&e.c),
+            same(&cmem.read(0, cmem.len()), &want),
+            one_note(&e.s)
+        );
+    }
+    r.expect("rdma_map_then_write", &obs, "OK got=done data=ok note=OK#1");
+    r.expect(
+        "rdma_map_free_by_owner",
+        &res_obs(&e.c.free_mr(cookie, 0)),
+        "OK",
+    );
+    r.expect(
+        "rdma_map_freed",
+        &format!("vmlck={:+}", vmlck_kb() - lck0),
+        "vmlck=+0",
+    );
+
+    // RDMA_MAP with cookie_addr 0: the receiver still gets the cookie.
+    let mut c = ControlBuf::new();
+    c.rdma_map(&GetMrArgs {
+        vec: RdsIovec {
+            addr: cmem.at(8),
+            bytes: 8,
+        },
+        cookie_addr: 0,
+        flags: 0,
+    });
+    let sent = send_ctl(&e.c, &e.sa, b"map0", &c, 0);
+    let obs = match (&sent, recv_msg(&e.s)) {
+        (Ok(_), Ok((_, Some(d)))) => {
+            let key_ok = librds::rdma::cookie_key(d) != 0 && librds::rdma::cookie_offset(d) == 8;
+            let freed = res_obs(&e.c.free_mr(d, 0));
+            format!(
+                "OK cookie={} free={freed}",
+                if key_ok { "ok" } else { "bad" }
+            )
+        }
+        (Ok(_), Ok((_, None))) => "OK cookie=none".into(),
+        (Ok(_), Err(err)) => format!("OK {}", err.replace(' ', "_")),
+        (Err(err), _) => err_name(err),
+    };
+    r.expect("rdma_map_without_cookie_addr", &obs, "OK cookie=ok free=OK");
+
+    // GET_MR + RDMA_DEST: the client names an existing registration in its message; the
+    // server reads from it.
+    let src = pattern(5000, 5);
+    cmem.fill(0xEE);
+    cmem.write(3001, &src);
+    let cookie =
+        e.c.get_mr(cmem.at(3001), 5000, 0)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let mut c = ControlBuf::new();
+    c.rdma_dest(cookie);
+    r.expect(
+        "rdma_dest_send",
+        &res_obs(&send_ctl(&e.c, &e.sa, b"dest", &c, 0)),
+        "OK",
+    );
+    let seen = recv_msg(&e.s);
+    r.expect(
+        "rdma_dest_receiver_gets_cookie",
+        &match &seen {
+            Ok((p, Some(d))) if *d == cookie => {
+                format!("payload={} same", String::from_utf8_lossy(p))
+            }
+            Ok((_, Some(_))) => "different".into(),
+            Ok((_, None)) => "none".into(),
+            Err(err) => err.replace(' ', "_"),
+        },
+        "payload=dest same",
+    );
+    smem.fill(0x11);
+    let op = Op {
+        cookie: seen.ok().and_then(|(_, d)| d).unwrap_or(0),
+        remote_addr: 0,
+        remote_bytes: 5000,
+        local: vec![RdsIovec {
+            addr: smem.at(1),
+            bytes: 5000,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME,
+        token: 2,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"read", None, 0);
+    let mut obs = res_obs(&sent);
+    if sent.is_ok() {
+        let mut want = vec![0x11; smem.len()];
+        want[1..5001].copy_from_slice(&src);
+        obs = format!(
+            "{obs} {} data={} note={}",
+            got(&e.c),
+            same(&smem.read(0, smem.len()), &want),
+            one_note(&e.s)
+        );
+    }
+    r.expect("rdma_dest_then_read", &obs, "OK got=read data=ok note=OK#2");
+    // The same registration can be named again.
+    let mut c = ControlBuf::new();
+    c.rdma_dest(cookie);
+    let sent = send_ctl(&e.c, &e.sa, b"again", &c, 0);
+    r.expect(
+        "rdma_dest_twice",
+        &format!(
+            "{} {}",
+            res_obs(&sent),
+            match recv_msg(&e.s) {
+                Ok((_, Some(d))) if d == cookie => "same",
+                _ => "bad",
+            }
+        ),
+        "OK same",
+    );
+    let _ = e.c.free_mr(cookie, 0);
+
+    // GET_MR_FOR_DEST: the same as GET_MR (the destination is not used).
+    cmem.fill(0xEE);
+    let cookie =
+        e.c.get_mr_for_dest(&e.sa, cmem.at(16), 64, RDS_RDMA_READWRITE);
+    let obs = match cookie {
+        Ok(cookie) => {
+            let data = pattern(64, 64);
+            smem.write(0, &data);
+            let op = Op {
+                cookie,
+                remote_addr: 0,
+                remote_bytes: 64,
+                local: vec![RdsIovec {
+                    addr: smem.at(0),
+                    bytes: 64,
+                }],
+                flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+                token: 3,
+            };
+            let sent = rdma_op(&e.s, &e.ca, &op, b"fd", None, 0);
+            let mut want = vec![0xEE; cmem.len()];
+            want[16..80].copy_from_slice(&data);
+            let o = format!(
+                "OK {} {} data={} note={}",
+                res_obs(&sent),
+                got(&e.c),
+                same(&cmem.read(0, cmem.len()), &want),
+                one_note(&e.s)
+            );
+            let _ = e.c.free_mr(cookie, 0);
+            o
+        }
+        Err(err) => err_name(&err),
+    };
+    r.expect(
+        "get_mr_for_dest_then_write",
+        &obs,
+        "OK OK got=fd data=ok note=OK#3",
+    );
+    Ok(())
+}
+
+/// The masked fetch-and-add of the IB verbs, bit by bit: a set bit of `mask` drops the carry
+/// out of that bit.
+fn ref_masked_fadd(old: u64, add: u64, mask: u64) -> u64 {
+    let mut out = 0u64;
+    let mut carry = 0u64;
+    for i in 0..64 {
+        let a = (old >> i) & 1;
+        let b = (add >> i) & 1;
+        out |= (a ^ b ^ carry) << i;
+        carry = (a & b) | (a & carry) | (b & carry);
+        if (mask >> i) & 1 == 1 {
+            carry = 0;
+        }
+    }
+    out
+}
+
+/// Atomics: values checked in the remote registration and in the local result (host byte
+/// order).
+fn atomics(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    // A registration of 64 bytes across a page boundary; the atomic's 8 bytes are in the
+    // second page.
+    let base = 4064;
+    let roff = 40;
+    let cookie =
+        e.c.get_mr(cmem.at(base), 64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let cases: [(&str, u64, AtomicOp, u64); 9] = [
+        (
+            "atomic_fadd",
+            0x1122_3344_5566_7788,
+            AtomicOp::Fadd {
+                add: 0x0101_0101_0101_0101,
+            },
+            0x1223_3445_5667_7889,
+        ),
+        ("atomic_fadd_wraps", u64::MAX, AtomicOp::Fadd { add: 2 }, 1),
+        (
+            "atomic_cswp_hit",
+            5,
+            AtomicOp::Cswp {
+                compare: 5,
+                swap: 0xdead_beef_0000_0009,
+            },
+            0xdead_beef_0000_0009,
+        ),
+        (
+            "atomic_cswp_miss",
+            5,
+            AtomicOp::Cswp {
+                compare: 6,
+                swap: 9,
+            },
+            5,
+        ),
+        (
+            "atomic_masked_fadd_fields16",
+            0xFFFF_0001_7FFF_1234,
+            AtomicOp::MaskedFadd {
+                add: 0x0001_0001_0001_0001,
+                nocarry_mask: 0x8000_8000_8000_8000,
+            },
+            ref_masked_fadd(
+                0xFFFF_0001_7FFF_1234,
+                0x0001_0001_0001_0001,
+                0x8000_8000_8000_8000,
+            ),
+        ),
+        (
+            "atomic_masked_fadd_bit7",
+            0x0000_0000_0000_01FF,
+            AtomicOp::MaskedFadd {
+                add: 0x0000_0000_0000_0101,
+                nocarry_mask: 0x0000_0000_0000_0080,
+            },
+            ref_masked_fadd(0x1FF, 0x101, 0x80),
+        ),
+        (
+            "atomic_masked_fadd_mask0",
+            0x0000_0000_FFFF_FFFF,
+            AtomicOp::MaskedFadd {
+                add: 1,
+                nocarry_mask: 0,
+            },
+            0x0000_0001_0000_0000,
+        ),
+        (
+            "atomic_masked_cswp_hit",
+            0xAAAA_BBBB_CCCC_DDDD,
+            AtomicOp::MaskedCswp {
+                compare: 0x0000_BBBB_0000_0000,
+                swap: 0x1111_2222_3333_4444,
+                compare_mask: 0x0000_FFFF_0000_0000,
+                swap_mask: 0x0000_0000_FFFF_0000,
+            },
+            0xAAAA_BBBB_3333_DDDD,
+        ),
+        (
+            "atomic_masked_cswp_miss",
+            0xAAAA_BBBB_CCCC_DDDD,
+            AtomicOp::MaskedCswp {
+                compare: 0x0000_BBBC_0000_0000,
+                swap: 0x1111_2222_3333_4444,
+                compare_mask: 0x0000_FFFF_0000_0000,
+                swap_mask: 0x0000_0000_FFFF_0000,
+            },
+            0xAAAA_BBBB_CCCC_DDDD,
+        ),
+    ];
+    for (name, old, op, new) in cases {
+        cmem.fill(0xEE);
+        cmem.write_u64(base + roff, old);
+        smem.write_u64(16, 0x5555_5555_5555_5555);
+        let token = e.tok();
+        let a = AtomicArgs {
+            cookie,
+            local_addr: smem.at(16),
+            remote_addr: roff as u64,
+            op,
+            flags: RDS_RDMA_NOTIFY_ME,
+            user_token: token,
+        };
+        let sent = atomic_op(&e.s, &e.ca, &a, b"atomic", None);
+        let mut obs = res_obs(&sent);
+        if sent.is_ok() {
+            let m = got(&e.c);
+            let note = one_note(&e.s).replace(&format!("#{token}"), "");
+            // The rest of the registration and the page around it are untouched.
+            let mut want = vec![0xEE; cmem.len()];
+            want[base + roff..base + roff + 8].copy_from_slice(&new.to_ne_bytes());
+            obs = format!(
+                "{obs} {m} note={note} local_old={:#x} remote_new={:#x} bytes={}",
+                smem.read_u64(16),
+                cmem.read_u64(base + roff),
+                same(&cmem.read(0, cmem.len()), &want)
+            );
+        }
+        r.expect(
+            name,
+            &obs,
+            &format!("OK got=atomic note=OK local_old={old:#x} remote_new={new:#x} bytes=ok"),
+        );
+    }
+    // Host byte order: the bytes of the remote word are the native encoding of the sum.
+    cmem.write(base + roff, &[1, 0, 0, 0, 0, 0, 0, 0]);
+    let a = AtomicArgs {
+        cookie,
+        local_addr: smem.at(24),
+        remote_addr: roff as u64,
+        op: AtomicOp::Fadd { add: 0x100 },
+        flags: RDS_RDMA_NOTIFY_ME,
+        user_token: 9,
+    };
+    let sent = atomic_op(&e.s, &e.ca, &a, b"bo", None);
+    let _ = got(&e.c);
+    let _ = one_note(&e.s);
+    r.expect(
+        "atomic_host_byte_order",
+        &format!(
+            "{} remote_bytes={:?} local_bytes={:?}",
+            res_obs(&sent),
+            cmem.read(base + roff, 8),
+            smem.read(24, 8)
+        ),
+        &format!(
+            "OK remote_bytes={:?} local_bytes={:?}",
+            0x101u64.to_ne_bytes().to_vec(),
+            1u64.to_ne_bytes().to_vec()
+        ),
+    );
+    // A sequence of fetch-and-adds accumulates.
+    cmem.write_u64(base + roff, 0);
+    let mut olds = Vec::new();
+    for i in 1..=5u64 {
+        let a = AtomicArgs {
+            cookie,
+            local_addr: smem.at(32),
+            remote_addr: roff as u64,
+            op: AtomicOp::Fadd { add: i },
+            flags: 0,
+            user_token: 0,
+        };
+        let _ = atomic_op(&e.s, &e.ca, &a, b"seq", None);
+        let _ = got(&e.c);
+        olds.push(smem.read_u64(32));
+    }
+    r.expect(
+        "atomic_fadd_sequence",
+        &format!("olds={olds:?} final={}", cmem.read_u64(base + roff)),
+        "olds=[0, 1, 3, 6, 10] final=15",
+    );
+    // An atomic at the first word of a registration that starts 8-aligned mid-page.
+    let cookie2 =
+        e.c.get_mr(cmem.at(8200), 16, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    cmem.write_u64(8200, 41);
+    cmem.write_u64(8208, 100);
+    let a = AtomicArgs {
+        cookie: cookie2,
+        local_addr: smem.at(40),
+        remote_addr: 8,
+        op: AtomicOp::Fadd { add: 1 },
+        flags: 0,
+        user_token: 0,
+    };
+    let sent = atomic_op(&e.s, &e.ca, &a, b"second", None);
+    r.expect(
+        "atomic_second_word",
+        &format!(
+            "{} {} first={} second={} old={}",
+            res_obs(&sent),
+            got(&e.c),
+            cmem.read_u64(8200),
+            cmem.read_u64(8208),
+            smem.read_u64(40)
+        ),
+        "OK got=second first=41 second=101 old=100",
+    );
+    let _ = e.c.free_mr(cookie2, 0);
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
+
+/// A write of `data` from the server into the registration `cookie` (at offset 0), waiting
+/// for the client's message and the notification: `OK got=... note=...`.
+pub(crate) fn write_into(e: &mut Env, cookie: u64, smem: &RdmaMem, len: usize) -> String {
+    let token = e.tok();
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: len as u64,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: len as u64,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+        token,
+    };
+    match rdma_op(&e.s, &e.ca, &op, b"w", None, 0) {
+        Ok(_) => {
+            let note = one_note(&e.s).replace(&format!("#{token}"), "");
+            let m = if note == "OK" {
+                got(&e.c)
+            } else if silent_for(&e.c, Duration::from_millis(200)) {
+                "nothing".into()
+            } else {
+                got(&e.c)
+            };
+            format!("OK {m} note={note}")
+        }
+        Err(err) => err_name(&err),
+    }
+}
+
+/// Use-once, invalidate, flush, key uniqueness, locked-memory accounting.
+fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    smem.fill(0x42);
+    let lck0 = vmlck_kb();
+
+    // Locked memory: a registration of 2 pages (an odd start spanning a page boundary).
+    let c1 = e.c.get_mr(cmem.at(4000), 200, RDS_RDMA_READWRITE);
+    r.expect(
+        "get_mr_charges_locked_memory",
+        &format!("{} vmlck={:+}", res_obs(&c1), vmlck_kb() - lck0),
+        "OK vmlck=+8",
+    );
+    if let Ok(c) = c1 {
+        r.expect("free_mr", &res_obs(&e.c.free_mr(c, 0)), "OK");
+    }
+    r.expect(
+        "free_mr_uncharges",
+        &format!("vmlck={:+}", vmlck_kb() - lck0),
+        "vmlck=+0",
+    );
+
+    // Use-once: freed when the message of the first RDMA arrives.
+    cmem.fill(0xEE);
+    let once =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE | RDS_RDMA_USE_ONCE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect(
+        "use_once_first",
+        &write_into(e, once, &smem, 64),
+        "OK got=w note=OK",
+    );
+    cmem.fill(0xEE);
+    r.expect(
+        "use_once_second_fails",
+        &format!(
+            "{} data={}",
+            write_into(e, once, &smem, 64),
+            same(&cmem.read(0, 64), &[0xEE; 64])
+        ),
+        "OK nothing note=REMOTE_ERROR data=ok",
+    );
+    r.expect(
+        "use_once_free_after_use",
+        &res_obs(&e.c.free_mr(once, 0)),
+        "EINVAL",
+    );
+    r.expect(
+        "use_once_uncharged",
+        &format!("vmlck={:+}", vmlck_kb() - lck0),
+        "vmlck=+0",
+    );
+    // A use-once registration survives an operation that failed (no message arrived).
+    let once =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE | RDS_RDMA_USE_ONCE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let token = e.tok();
+    let op = Op {
+        cookie: once,
+        remote_addr: 32,
+        remote_bytes: 64,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 64,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+        token,
+    };
+    let _ = rdma_op(&e.s, &e.ca, &op, b"past", None, 0);
+    let failed = one_note(&e.s).replace(&format!("#{token}"), "");
+    r.expect(
+        "use_once_survives_failed_op",
+        &format!("{failed} then={}", write_into(e, once, &smem, 64)),
+        "REMOTE_ERROR then=OK got=w note=OK",
+    );
+    r.expect(
+        "use_once_used_after_retry",
+        &res_obs(&e.c.free_mr(once, 0)),
+        "EINVAL",
+    );
+    // A silent operation without payload sends no message, so it does not use the
+    // registration up.
+    let once =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE | RDS_RDMA_USE_ONCE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let op = Op {
+        cookie: once,
+        remote_addr: 0,
+        remote_bytes: 8,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 8,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME | RDS_RDMA_SILENT,
+        token: 5,
+    };
+    let _ = rdma_op(&e.s, &e.ca, &op, b"", None, 0);
+    let n = one_note(&e.s);
+    r.expect(
+        "use_once_silent_keeps_registration",
+        &format!("{n} free={}", res_obs(&e.c.free_mr(once, 0))),
+        "OK#5 free=OK",
+    );
+
+    // Invalidate at free: the key is dead at once.
+    let inv =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE | RDS_RDMA_INVALIDATE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect(
+        "invalidate_registration_works",
+        &write_into(e, inv, &smem, 64),
+        "OK got=w note=OK",
+    );
+    r.expect(
+        "free_mr_invalidate",
+        &res_obs(&e.c.free_mr(inv, RDS_RDMA_INVALIDATE)),
+        "OK",
+    );
+    cmem.fill(0xEE);
+    r.expect(
+        "rdma_after_invalidate",
+        &format!(
+            "{} data={}",
+            write_into(e, inv, &smem, 64),
+            same(&cmem.read(0, 64), &[0xEE; 64])
+        ),
+        "OK nothing note=REMOTE_ERROR data=ok",
+    );
+    r.expect(
+        "free_mr_after_invalidate",
+        &res_obs(&e.c.free_mr(inv, RDS_RDMA_INVALIDATE)),
+        "EINVAL",
+    );
+    // Freed without invalidate: dead too.
+    let plain =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let _ = e.c.free_mr(plain, 0);
+    r.expect(
+        "rdma_after_free",
+        &write_into(e, plain, &smem, 64),
+        "OK nothing note=REMOTE_ERROR",
+    );
+
+    // Cookie 0 flushes (rds_rs's loopback: nothing to do, success; C's loopback: EINVAL).
+    r.expect("free_mr_cookie_0_flush", &res_obs(&e.c.free_mr(0, 0)), "OK");
+    r.expect(
+        "free_mr_cookie_0_invalidate",
+        &res_obs(&e.c.free_mr(0, RDS_RDMA_INVALIDATE)),
+        "OK",
+    );
+
+    // Keys: never 0, never two live registrations with one key, freed keys not reissued
+    // soon.
+    let mut keys = Vec::new();
+    let mut bad = None;
+    for i in 0..64 {
+        match e.c.get_mr(cmem.at(i * 8), 8, 0) {
+            Ok(c) => keys.push(c),
+            Err(err) => {
+                bad = Some(err_name(&err));
+                break;
+            }
+        }
+    }
+    let live: Vec<u32> = keys.iter().map(|c| librds::rdma::cookie_key(*c)).collect();
+    for c in &keys {
+        let _ = e.c.free_mr(*c, 0);
+    }
+    let mut again = Vec::new();
+    for i in 0..64 {
+        if let Ok(c) = e.c.get_mr(cmem.at(i * 8), 8, 0) {
+            again.push(c);
+        }
+    }
+    let reissued: Vec<u32> = again.iter().map(|c| librds::rdma::cookie_key(*c)).collect();
+    for c in &again {
+        let _ = e.c.free_mr(*c, 0);
+    }
+    let mut all = live.clone();
+    all.extend(&reissued);
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    r.expect(
+        "rkeys_unique_nonzero",
+        &format!(
+            "{} registered={} distinct={} zero={}",
+            bad.unwrap_or_else(|| "OK".into()),
+            n,
+            all.len(),
+            all.contains(&0)
+        ),
+        "OK registered=128 distinct=128 zero=false",
+    );
+    r.expect(
+        "registrations_all_freed",
+        &format!("vmlck={:+}", vmlck_kb() - lck0),
+        "vmlck=+0",
+    );
+    // Locked memory: RLIMIT_MEMLOCK applies without CAP_IPC_LOCK; a limit of 0 means the
+    // task may not lock memory at all (EPERM, after the wrap check, before the others).
+    let lmem = RdmaMem::new(16 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let base_kb = u64::try_from(vmlck_kb()).unwrap_or(0);
+    let old = set_memlock((base_kb + 64) * 1024)?;
+    let c = &e.c;
+    let limited = without_cap_ipc_lock(|| {
+        let first = c.get_mr(lmem.at(0), 8 * 4096, 0);
+        let within = c.get_mr(lmem.at(8 * 4096), 8 * 4096, 0);
+        let over = c.get_mr(lmem.at(0), 4096, 0);
+        let over_vm = vmlck_kb() - lck0;
+        let mut freed = String::new();
+        for k in [&first, &within, &over].into_iter().flatten() {
+            freed.push_str(&res_obs(&c.free_mr(*k, 0)));
+        }
+        let again = c.get_mr(lmem.at(0), 16 * 4096, 0);
+        if let Ok(k) = &again {
+            let _ = c.free_mr(*k, 0);
+        }
+        format!(
+            "first={} within={} over={} vmlck={over_vm:+} freed={freed} again={}",
+            res_obs(&first),
+            res_obs(&within),
+            res_obs(&over),
+            res_obs(&again)
+        )
+    });
+    let _ = set_memlock(0);
+    let no_mlock = without_cap_ipc_lock(|| {
+        format!(
+            "valid={} zero_length={} wrapping={}",
+            res_obs(&c.get_mr(cmem.at(0), 4096, 0)),
+            res_obs(&c.get_mr(cmem.at(0), 0, 0)),
+            res_obs(&c.get_mr(u64::MAX - 10, 100, 0))
+        )
+    });
+    // With CAP_IPC_LOCK (this thread), the limit does not apply.
+    let _ = set_memlock(4096);
+    let capable = c.get_mr(cmem.at(0), 3 * 4096, 0);
+    if let Ok(k) = &capable {
+        let _ = c.free_mr(*k, 0);
+    }
+    let _ = set_memlock(old);
+    r.expect(
+        "rlimit_memlock_charged",
+        &limited.unwrap_or_else(|e| e.replace(':', "")),
+        "first=OK within=OK over=ENOMEM vmlck=+64 freed=OKOK again=OK",
+    );
+    r.expect(
+        "rlimit_memlock_0_no_cap",
+        &no_mlock.unwrap_or_else(|e| e.replace(':', "")),
+        "valid=EPERM zero_length=EPERM wrapping=EINVAL",
+    );
+    r.expect("rlimit_memlock_cap_ipc_lock", &res_obs(&capable), "OK");
+    // Registrations are released at close.
+    let x = big(v4(LO, 4620))?;
+    for i in 0..3 {
+        let _ = x.get_mr(cmem.at(i * 4096), 4096, 0);
+    }
+    let during = vmlck_kb() - lck0;
+    drop(x);
+    r.expect(
+        "close_frees_registrations",
+        &format!("during={during:+} after={:+}", vmlck_kb() - lck0),
+        "during=+12 after=+0",
+    );
+    Ok(())
+}
+
+/// Notifications: with and without `RDS_RDMA_NOTIFY_ME`, `RDS_RECVERR`, several per
+/// `recvmsg`, truncation, order before data, `poll`.
+fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let cookie =
+        e.c.get_mr(cmem.at(0), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let dead =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let _ = e.c.free_mr(dead, 0);
+    let op = |cookie: u64, flags: u64, token: u64| Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 16,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 16,
+        }],
+        flags: RDS_RDMA_READWRITE | flags,
+        token,
+    };
+    // After the barrier said an operation completed, a little time for anything that
+    // should not come (a notification queued late would show).
+    let settle = |_: &Env| std::thread::sleep(Duration::from_millis(50));
+
+    // One notification: a 0-byte message with one RDMA_STATUS.
+    let _ = rdma_op(
+        &e.s,
+        &e.ca,
+        &op(cookie, RDS_RDMA_NOTIFY_ME, 0xabcdef),
+        b"n",
+        None,
+        0,
+    );
+    let _ = got(&e.c);
+    let _ = e.s.poll(libc::POLLIN, ARRIVAL);
+    let mut buf = [0u8; 64];
+    let obs = match e.s.recv_msg(&mut buf, 64, libc::MSG_DONTWAIT) {
+        Ok(m) => format!(
+            "len={} cmsgs={} note={} ctrunc={}",
+            m.len,
+            m.cmsgs.len(),
+            notes_obs(
+                &m.cmsgs
+                    .iter()
+                    .filter_map(|c| c.rdma_status())
+                    .collect::<Vec<_>>()
+            ),
+            m.flags & libc::MSG_CTRUNC != 0
+        ),
+        Err(err) => err_name(&err),
+    };
+    r.expect(
+        "notify_me_success",
+        &obs,
+        "len=0 cmsgs=1 note=OK#11259375 ctrunc=false",
+    );
+
+    // Many at once: five operations, one recvmsg with room for eight.
+    let mut last = 0u64;
+    for t in 1..=5 {
+        let _ = rdma_op(
+            &e.s,
+            &e.ca,
+            &op(cookie, RDS_RDMA_NOTIFY_ME, 100 + t),
+            b"",
+            Some(&mut last),
+            0,
+        );
+    }
+    let (res, _) = e.s.barrier(&e.ca, last, 0);
+    let _ = res;
+    let first = recv_notes(&e.s, 8);
+    let then = recv_notes(&e.s, 8);
+    r.expect(
+        "notify_many_in_one_recvmsg",
+        &match first {
+            Ok(Some((len, _, v))) => format!(
+                "len={len} notes={} then={}",
+                notes_obs(&v),
+                match then {
+                    Ok(None) => "EAGAIN".to_string(),
+                    _ => "more".into(),
+                }
+            ),
+            Ok(None) => "EAGAIN".into(),
+            Err(err) => err,
+        },
+        "len=0 notes=OK#101,OK#102,OK#103,OK#104,OK#105 then=EAGAIN",
+    );
+    crate::util::drain(&e.c);
+
+    // Room for one, for two.
+    for t in 1..=3 {
+        let _ = rdma_op(
+            &e.s,
+            &e.ca,
+            &op(cookie, RDS_RDMA_NOTIFY_ME, 200 + t),
+            b"",
+            Some(&mut last),
+            0,
+        );
+    }
+    let _ = e.s.barrier(&e.ca, last, 0);
+    let mut per_call = Vec::new();
+    for _ in 0..4 {
+        match recv_notes(&e.s, 1) {
+            Ok(Some((_, _, v))) => per_call.push(notes_obs(&v)),
+            Ok(None) => {
+                per_call.push("EAGAIN".into());
+                break;
+            }
+            Err(err) => {
+                per_call.push(err);
+                break;
+            }
+        }
+    }
+    r.expect(
+        "notify_room_for_one",
+        &per_call.join("|"),
+        "OK#201|OK#202|OK#203|EAGAIN",
+    );
+    for t in 1..=3 {
+        let _ = rdma_op(
+            &e.s,
+            &e.ca,
+            &op(cookie, RDS_RDMA_NOTIFY_ME, 300 + t),
+            b"",
+            Some(&mut last),
+            0,
+        );
+    }
+    let _ = e.s.barrier(&e.ca, last, 0);
+    let mut per_call = Vec::new();
+    for _ in 0..3 {
+        let mut b = [0u8; 8];
+        // Room for two and a half.
+        match e.s.recv_msg(&mut b, 80, libc::MSG_DONTWAIT) {
+            Ok(m) => per_call.push(notes_obs(
+                &m.cmsgs
+                    .iter()
+                    .filter_map(|c| c.rdma_status())
+                    .collect::<Vec<_>>(),
+            )),
+            Err(err) => {
+                per_call.push(err_name(&err));
+                break;
+            }
+        }
+    }
+    r.expect(
+        "notify_room_for_two",
+        &per_call.join("|"),
+        "OK#301,OK#302|OK#303|EAGAIN",
+    );
+    // No room at all: one notification is consumed, with MSG_CTRUNC.
+    for t in 1..=2 {
+        let _ = rdma_op(
+            &e.s,
+            &e.ca,
+            &op(cookie, RDS_RDMA_NOTIFY_ME, 400 + t),
+            b"",
+            Some(&mut last),
+            0,
+        );
+    }
+    let _ = e.s.barrier(&e.ca, last, 0);
+    let mut b = [0u8; 8];
+    let first = match e.s.recv_msg(&mut b, 0, libc::MSG_DONTWAIT) {
+        Ok(m) => format!("len={} ctrunc={}", m.len, m.flags & libc::MSG_CTRUNC != 0),
+        Err(err) => err_name(&err),
+    };
+    let rest = match recv_notes(&e.s, 8) {
+        Ok(Some((_, _, v))) => notes_obs(&v),
+        Ok(None) => "EAGAIN".into(),
+        Err(err) => err,
+    };
+    r.expect(
+        "notify_no_control_room",
+        &format!("{first} then={rest}"),
+        "len=0 ctrunc=true then=OK#402",
+    );
+    crate::util::drain(&e.c);
+
+    // Without NOTIFY_ME, success is silent.
+    let _ = rdma_op(&e.s, &e.ca, &op(cookie, 0, 500), b"q", Some(&mut last), 0);
+    let _ = got(&e.c);
+    let _ = e.s.barrier(&e.ca, last, 0);
+    settle(e);
+    r.expect(
+        "no_notify_me_no_notification",
+        &match recv_notes(&e.s, 8) {
+            Ok(None) => "none".to_string(),
+            Ok(Some((_, _, v))) => notes_obs(&v),
+            Err(err) => err,
+        },
+        "none",
+    );
+    // A failure with NOTIFY_ME.
+    let _ = rdma_op(
+        &e.s,
+        &e.ca,
+        &op(dead, RDS_RDMA_NOTIFY_ME, 501),
+        b"q",
+        None,
+        0,
+    );
+    r.expect(
+        "notify_me_remote_error",
+        &format!(
+            "{} client={}",
+            one_note(&e.s),
+            if silent_for(&e.c, Duration::from_millis(200)) {
+                "nothing"
+            } else {
+                "message"
+            }
+        ),
+        "REMOTE_ERROR#501 client=nothing",
+    );
+    // RDS_RECVERR: failures are reported without NOTIFY_ME; successes are not.
+    r.expect(
+        "recverr_on",
+        &res_obs(&e.s.set_int(librds::SOL_RDS, librds::RDS_RECVERR, 1)),
+        "OK",
+    );
+    let _ = rdma_op(&e.s, &e.ca, &op(dead, 0, 502), b"q", Some(&mut last), 0);
+    r.expect(
+        "recverr_failure_notified",
+        &one_note(&e.s),
+        "REMOTE_ERROR#502",
+    );
+    let _ = rdma_op(&e.s, &e.ca, &op(cookie, 0, 503), b"q", Some(&mut last), 0);
+    let _ = got(&e.c);
+    let _ = e.s.barrier(&e.ca, last, 0);
+    settle(e);
+    r.expect(
+        "recverr_success_silent",
+        &match recv_notes(&e.s, 8) {
+            Ok(None) => "none".to_string(),
+            Ok(Some((_, _, v))) => notes_obs(&v),
+            Err(err) => err,
+        },
+        "none",
+    );
+    let a = AtomicArgs {
+        cookie: dead,
+        local_addr: smem.at(64),
+        remote_addr: 0,
+        op: AtomicOp::Fadd { add: 1 },
+        flags: 0,
+        user_token: 504,
+    };
+    let _ = atomic_op(&e.s, &e.ca, &a, b"", None);
+    r.expect(
+        "recverr_atomic_failure_notified",
+        &one_note(&e.s),
+        "REMOTE_ERROR#504",
+    );
+    // RECVERR is taken when the operation is sent: turned off before it completes, the
+    // failure is still reported.
+    {
+        let _hold = Hold::on()?;
+        let _ = rdma_op(&e.s, &e.ca, &op(dead, 0, 505), b"q", Some(&mut last), 0);
+        let _ = e.s.set_int(librds::SOL_RDS, librds::RDS_RECVERR, 0);
+    }
+    let _ = e.s.send_to(b"flush", e.ca);
+    let _ = got(&e.c);
+    r.expect("recverr_taken_at_send", &one_note(&e.s), "REMOTE_ERROR#505");
+    let _ = rdma_op(&e.s, &e.ca, &op(dead, 0, 506), b"q", Some(&mut last), 0);
+    let _ = e.s.barrier(&e.ca, last, 0);
+    settle(e);
+    r.expect(
+        "recverr_off_failure_silent",
+        &match recv_notes(&e.s, 8) {
+            Ok(None) => "none".to_string(),
+            Ok(Some((_, _, v))) => notes_obs(&v),
+            Err(err) => err,
+        },
+        "none",
+    );
+
+    // Notifications come before data already queued.
+    let _ = e.c.send_to(b"data-first", e.sa);
+    let _ = wait_msg(&e.s);
+    let _ = rdma_op(
+        &e.s,
+        &e.ca,
+        &op(cookie, RDS_RDMA_NOTIFY_ME, 600),
+        b"",
+        Some(&mut last),
+        0,
+    );
+    let _ = e.s.barrier(&e.ca, last, 0);
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let mut b = [0u8; 64];
+        match e.s.recv_msg(&mut b, 64, libc::MSG_DONTWAIT) {
+            Ok(m) if m.len == 0 => order.push(notes_obs(
+                &m.cmsgs
+                    .iter()
+                    .filter_map(|c| c.rdma_status())
+                    .collect::<Vec<_>>(),
+            )),
+            Ok(m) => order.push(String::from_utf8_lossy(&b[..m.len]).into_owned()),
+            Err(err) => {
+                order.push(err_name(&err));
+                break;
+            }
+        }
+    }
+    r.expect(
+        "notification_before_data",
+        &order.join("|"),
+        "OK#600|data-first|EAGAIN",
+    );
+    crate::util::drain(&e.c);
+
+    // poll: POLLIN while a notification is pending, and a poller is woken by one.
+    let _ = rdma_op(
+        &e.s,
+        &e.ca,
+        &op(cookie, RDS_RDMA_NOTIFY_ME, 700),
+        b"",
+        Some(&mut last),
+        0,
+    );
+    let _ = e.s.barrier(&e.ca, last, 0);
+    let before = e.s.poll(libc::POLLIN, Duration::ZERO).unwrap_or(-1) & libc::POLLIN != 0;
+    let _ = recv_notes(&e.s, 8);
+    let after = e.s.poll(libc::POLLIN, Duration::ZERO).unwrap_or(-1) & libc::POLLIN != 0;
+    r.expect(
+        "poll_pending_notification",
+        &format!("pending={before} after_read={after}"),
+        "pending=true after_read=false",
+    );
+    let woke = {
+        let hold = Hold::on()?;
+        let _ = rdma_op(
+            &e.s,
+            &e.ca,
+            &op(cookie, RDS_RDMA_NOTIFY_ME, 701),
+            b"",
+            None,
+            0,
+        );
+        std::thread::scope(|sc| {
+            let poller = sc.spawn(|| {
+                let t = Instant::now();
+                let rev = e.s.poll(libc::POLLIN, ARRIVAL).unwrap_or(-1);
+                (rev & libc::POLLIN != 0, t.elapsed())
+            });
+            std::thread::sleep(Duration::from_millis(300));
+            let early = poller.is_finished();
+            drop(hold);
+            let _ = e.s.send_to(b"flush", e.ca);
+            let (pollin, _) = poller.join().unwrap_or((false, Duration::ZERO));
+            format!("early={early} pollin={pollin}")
+        })
+    };
+    r.expect(
+        "poll_woken_by_notification",
+        &format!("{woke} note={}", one_note(&e.s)),
+        "early=false pollin=true note=OK#701",
+    );
+    crate::util::drain(&e.c);
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
+
+/// `RDS_RDMA_SILENT`: no message for the remote side when there is no payload.
+fn silent(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let cookie =
+        e.c.get_mr(cmem.at(0), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let data = pattern(512, 512);
+    smem.write(0, &data);
+    for (name, payload, flags, want) in [
+        (
+            "silent_write_no_payload",
+            &b""[..],
+            RDS_RDMA_READWRITE,
+            "OK note=OK#1 client=nothing data=ok",
+        ),
+        (
+            "silent_write_with_payload",
+            &b"loud"[..],
+            RDS_RDMA_READWRITE,
+            "OK note=OK#1 client=got=loud data=ok",
+        ),
+        (
+            "silent_read_no_payload",
+            &b""[..],
+            0,
+            "OK note=OK#1 client=nothing data=ok",
+        ),
+    ] {
+        cmem.fill(0xEE);
+        if flags == 0 {
+            cmem.write(0, &data);
+            smem.fill(0);
+        }
+        let op = Op {
+            cookie,
+            remote_addr: 0,
+            remote_bytes: 512,
+            local: vec![RdsIovec {
+                addr: smem.at(0),
+                bytes: 512,
+            }],
+            flags: flags | RDS_RDMA_SILENT | RDS_RDMA_NOTIFY_ME,
+            token: 1,
+        };
+        let sent = rdma_op(&e.s, &e.ca, &op, payload, None, 0);
+        let note = one_note(&e.s);
+        let client = if payload.is_empty() {
+            if silent_for(&e.c, Duration::from_millis(300)) {
+                "nothing".to_string()
+            } else {
+                got(&e.c)
+            }
+        } else {
+            got(&e.c)
+        };
+        let d = if flags == 0 {
+            same(&smem.read(0, 512), &data)
+        } else {
+            same(&cmem.read(0, 512), &data)
+        };
+        r.expect(
+            name,
+            &format!("{} note={note} client={client} data={d}", res_obs(&sent)),
+            want,
+        );
+        if flags == 0 {
+            smem.write(0, &data);
+        }
+    }
+    // A silent atomic without payload.
+    cmem.write_u64(8, 10);
+    let a = AtomicArgs {
+        cookie,
+        local_addr: smem.at(1024),
+        remote_addr: 8,
+        op: AtomicOp::Fadd { add: 5 },
+        flags: RDS_RDMA_SILENT | RDS_RDMA_NOTIFY_ME,
+        user_token: 2,
+    };
+    let sent = atomic_op(&e.s, &e.ca, &a, b"", None);
+    let note = one_note(&e.s);
+    r.expect(
+        "silent_atomic_no_payload",
+        &format!(
+            "{} note={note} client={} remote={} old={}",
+            res_obs(&sent),
+            if silent_for(&e.c, Duration::from_millis(300)) {
+                "nothing"
+            } else {
+                "message"
+            },
+            cmem.read_u64(8),
+            smem.read_u64(1024)
+        ),
+        "OK note=OK#2 client=nothing remote=15 old=10",
+    );
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
+
+/// A few of the above over `::1`.
+fn ipv6(r: &mut Report) -> Result<(), String> {
+    let e = Env::new(v6_lo(4630), v6_lo(4631))?;
+    let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let data = pattern(4096, 6);
+    // Write, then read back into another buffer.
+    cmem.fill(0xEE);
+    smem.write(11, &data);
+    let cookie =
+        e.c.get_mr(cmem.at(2049), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 4096,
+        local: vec![RdsIovec {
+            addr: smem.at(11),
+            bytes: 4096,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+        token: 61,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"six", None, 0);
+    r.expect(
+        "v6_write_4k",
+        &format!(
+            "{} {} note={} data={}",
+            res_obs(&sent),
+            got(&e.c),
+            one_note(&e.s),
+            same(&cmem.read(2049, 4096), &data)
+        ),
+        "OK got=six note=OK#61 data=ok",
+    );
+    let op = Op {
+        local: vec![RdsIovec {
+            addr: smem.at(8000),
+            bytes: 4096,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME,
+        token: 62,
+        ..op
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"back", None, 0);
+    r.expect(
+        "v6_read_4k",
+        &format!(
+            "{} {} note={} data={}",
+            res_obs(&sent),
+            got(&e.c),
+            one_note(&e.s),
+            same(&smem.read(8000, 4096), &data)
+        ),
+        "OK got=back note=OK#62 data=ok",
+    );
+    cmem.write_u64(2056, 7);
+    let a = AtomicArgs {
+        cookie,
+        local_addr: smem.at(0),
+        remote_addr: 7,
+        op: AtomicOp::Cswp {
+            compare: 7,
+            swap: 8,
+        },
+        flags: RDS_RDMA_NOTIFY_ME,
+        user_token: 63,
+    };
+    let sent = atomic_op(&e.s, &e.ca, &a, b"cas", None);
+    r.expect(
+        "v6_atomic_cswp",
+        &format!(
+            "{} {} note={} old={} new={}",
+            res_obs(&sent),
+            got(&e.c),
+            one_note(&e.s),
+            smem.read_u64(0),
+            cmem.read_u64(2056)
+        ),
+        "OK got=cas note=OK#63 old=7 new=8",
+    );
+    // RDMA_DEST over ::1.
+    let mut c = ControlBuf::new();
+    c.rdma_dest(cookie);
+    let sent = send_ctl(&e.c, &e.sa, b"d6", &c, 0);
+    r.expect(
+        "v6_rdma_dest",
+        &format!(
+            "{} {}",
+            res_obs(&sent),
+            match recv_msg(&e.s) {
+                Ok((_, Some(d))) if d == cookie => "same",
+                Ok(_) => "bad",
+                Err(_) => "none",
+            }
+        ),
+        "OK same",
+    );
+    // A registration of a socket bound to ::1 is not reachable through 127.0.0.1.
+    let s4 = big(v4(LO, 4632))?;
+    let c4 = big(v4(LO, 4633))?;
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 16,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 16,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_NOTIFY_ME,
+        token: 64,
+    };
+    let sent = rdma_op(&s4, &v4(LO, 4633), &op, b"x", None, 0);
+    r.expect(
+        "v6_registration_not_reachable_over_v4",
+        &format!(
+            "{} note={} client={}",
+            res_obs(&sent),
+            one_note(&s4),
+            if silent_for(&c4, Duration::from_millis(200)) {
+                "nothing"
+            } else {
+                "message"
+            }
+        ),
+        "OK note=REMOTE_ERROR#64 client=nothing",
+    );
+    // The barrier over ::1.
+    let mut id = 0u64;
+    let _ = rdma_op(
+        &e.s,
+        &e.ca,
+        &Op {
+            local: vec![RdsIovec {
+                addr: smem.at(0),
+                bytes: 16,
+            }],
+            remote_bytes: 16,
+            flags: RDS_RDMA_READWRITE,
+            ..op.clone()
+        },
+        b"",
+        Some(&mut id),
+        0,
+    );
+    let _ = got(&e.c);
+    let (res, mark) = e.s.barrier(&e.ca, id, 0);
+    r.expect(
+        "v6_barrier",
+        &format!("id={id} {} mark={mark}", res_obs(&res)),
+        "id=4 OK mark=4",
+    );
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
