@@ -181,12 +181,11 @@ impl Conn {
         )
     }
 
-    /// Calls `f` for each queued message (under the connection's lock: `f` must not sleep).
-    pub(crate) fn for_each_queued(&self, mut f: impl FnMut(&Message)) {
+    /// Calls `f` for each queued message until it fails (under the connection's lock: `f`
+    /// must not sleep).
+    pub(crate) fn try_for_each_queued(&self, mut f: impl FnMut(&Message) -> Result) -> Result {
         let inner = self.inner.lock();
-        for m in inner.send_queue.iter() {
-            f(&m);
-        }
+        inner.send_queue.iter().try_for_each(|m| f(&m))
     }
 
     /// Removes the queued messages of the socket `owner_id` for which `pick` holds, in order,
@@ -354,10 +353,24 @@ impl ConnTable {
     /// Calls `f` for every connection of `net` (under the table's mutex; `f` may take
     /// spinlocks).
     pub(crate) fn for_each(&self, net: NetId, mut f: impl FnMut(&Arc<Conn>)) {
-        let conns = self.conns.lock();
-        for c in conns.values().filter(|c| c.key.net == net) {
+        let _ = self.try_for_each(net, |c| {
             f(c);
-        }
+            Ok(())
+        });
+    }
+
+    /// [`ConnTable::for_each`] until `f` fails.
+    pub(crate) fn try_for_each(
+        &self,
+        net: NetId,
+        mut f: impl FnMut(&Arc<Conn>) -> Result,
+    ) -> Result {
+        let conns = self.conns.lock();
+        let r = conns
+            .values()
+            .filter(|c| c.key.net == net)
+            .try_for_each(|c| f(c));
+        r
     }
 
     /// Destroys every connection of a namespace that went away (C: `rds_loop_kill_conns`).

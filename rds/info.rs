@@ -43,6 +43,8 @@ fn enospc() -> Error {
 struct Records {
     /// Size of one record.
     each: usize,
+    /// How many records are kept; more are only counted.
+    room: usize,
     /// How many records exist (more than `bytes` holds when the buffer was too small).
     nr: usize,
     /// The encoded records that fit.
@@ -50,21 +52,90 @@ struct Records {
 }
 
 impl Records {
-    fn new(each: usize) -> Self {
+    /// Records of `each` bytes for a buffer of `len` bytes: as many as fit are kept.
+    fn new(each: usize, len: usize) -> Self {
         Self {
             each,
+            room: len / each,
             nr: 0,
             bytes: KVec::new(),
         }
     }
 
-    /// Counts a record and keeps it if `room` records fit.
-    fn add(&mut self, record: &[u8], room: usize, flags: Flags) -> Result {
+    /// Counts a record and keeps it if there is room.
+    fn add(&mut self, record: &[u8], flags: Flags) -> Result {
         self.nr += 1;
-        if self.nr <= room {
+        if self.nr <= self.room {
             self.bytes.extend_from_slice(record, flags)?;
         }
         Ok(())
+    }
+
+    /// Counts and keeps a record in its IPv4 or IPv6 form.
+    fn add_rec(&mut self, rec: &impl Record, v6: bool, flags: Flags) -> Result {
+        if v6 {
+            self.add(rec.v6().as_ref(), flags)
+        } else {
+            self.add(rec.v4().as_ref(), flags)
+        }
+    }
+}
+
+/// A record with an IPv4 (`rds_info_*`) and an IPv6 (`rds6_info_*`) layout.
+trait Record {
+    /// The IPv4 record.
+    fn v4(&self) -> impl AsRef<[u8]>;
+    /// The IPv6 record.
+    fn v6(&self) -> impl AsRef<[u8]>;
+    /// The size of the record in the given layout.
+    fn len(v6: bool) -> usize;
+}
+
+impl Record for ConnInfo<'_> {
+    fn v4(&self) -> impl AsRef<[u8]> {
+        self.encode_v4()
+    }
+    fn v6(&self) -> impl AsRef<[u8]> {
+        self.encode_v6()
+    }
+    fn len(v6: bool) -> usize {
+        if v6 {
+            INFO6_CONNECTION_LEN
+        } else {
+            INFO_CONNECTION_LEN
+        }
+    }
+}
+
+impl Record for MsgInfo {
+    fn v4(&self) -> impl AsRef<[u8]> {
+        self.encode_v4()
+    }
+    fn v6(&self) -> impl AsRef<[u8]> {
+        self.encode_v6()
+    }
+    fn len(v6: bool) -> usize {
+        if v6 {
+            INFO6_MESSAGE_LEN
+        } else {
+            INFO_MESSAGE_LEN
+        }
+    }
+}
+
+impl Record for SockInfo {
+    fn v4(&self) -> impl AsRef<[u8]> {
+        self.encode_v4()
+    }
+    fn v6(&self) -> impl AsRef<[u8]> {
+        self.encode_v6()
+    }
+    fn len(v6: bool) -> usize {
+        if v6 {
+            INFO6_SOCKET_LEN
+        } else {
+            INFO_SOCKET_LEN
+        }
     }
 }
 
@@ -85,16 +156,16 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
         RDS_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, false)?,
         RDS6_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, true)?,
         // Loopback keeps no messages for retransmission.
-        RDS_INFO_RETRANS_MESSAGES => Records::new(INFO_MESSAGE_LEN),
-        RDS6_INFO_RETRANS_MESSAGES => Records::new(INFO6_MESSAGE_LEN),
+        RDS_INFO_RETRANS_MESSAGES => Records::new(INFO_MESSAGE_LEN, ulen),
+        RDS6_INFO_RETRANS_MESSAGES => Records::new(INFO6_MESSAGE_LEN, ulen),
         RDS_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, false)?,
         RDS6_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, true)?,
         RDS_INFO_SOCKETS => sockets(shared, net, ulen, false)?,
         RDS6_INFO_SOCKETS => sockets(shared, net, ulen, true)?,
         // The TCP transport's sockets: rds-rs has no TCP connections, so the lists are
         // empty (C reports them once rds_tcp is loaded, which its sockets always need).
-        RDS_INFO_TCP_SOCKETS => Records::new(INFO_TCP_SOCKET_LEN),
-        RDS6_INFO_TCP_SOCKETS => Records::new(INFO6_TCP_SOCKET_LEN),
+        RDS_INFO_TCP_SOCKETS => Records::new(INFO_TCP_SOCKET_LEN, ulen),
+        RDS6_INFO_TCP_SOCKETS => Records::new(INFO6_TCP_SOCKET_LEN, ulen),
         _ => return Err(enoprotoopt()),
     };
     match info_outcome(ulen, recs.each, recs.nr) {
@@ -112,14 +183,12 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
 
 /// `RDS_INFO_COUNTERS`: all or nothing (C: `rds_stats_info`).
 fn counters(len: usize) -> Result<Records> {
-    let mut r = Records::new(INFO_COUNTER_LEN);
-    let room = if len / INFO_COUNTER_LEN < stats::COUNT {
-        0
-    } else {
-        stats::COUNT
-    };
+    let mut r = Records::new(INFO_COUNTER_LEN, len);
+    if r.room < stats::COUNT {
+        r.room = 0;
+    }
     for (name, value) in stats::snapshot() {
-        r.add(&encode_counter(name, value), room, GFP_KERNEL)?;
+        r.add(&encode_counter(name, value), GFP_KERNEL)?;
     }
     Ok(r)
 }
@@ -132,17 +201,10 @@ fn is_v4(a: &Addr) -> bool {
 /// `RDS_INFO_CONNECTIONS` / `RDS6_INFO_CONNECTIONS` (C: `rds_conn_info`,
 /// `rds6_conn_info`): the IPv4 table leaves IPv6 connections out.
 fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let each = if v6 {
-        INFO6_CONNECTION_LEN
-    } else {
-        INFO_CONNECTION_LEN
-    };
-    let mut r = Records::new(each);
-    let room = len / each;
-    let mut err = Ok(());
-    shared.conns.for_each(net, |c| {
+    let mut r = Records::new(ConnInfo::len(v6), len);
+    shared.conns.try_for_each(net, |c| {
         if !v6 && !is_v4(&c.key.laddr) {
-            return;
+            return Ok(());
         }
         let (next_tx_seq, next_rx_seq, sending) = c.seqs();
         let mut flags = RDS_INFO_CONNECTION_FLAG_CONNECTED;
@@ -158,35 +220,21 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
             flags,
             tos: c.key.tos,
         };
-        let res = if v6 {
-            r.add(&info.encode_v6(), room, GFP_KERNEL)
-        } else {
-            r.add(&info.encode_v4(), room, GFP_KERNEL)
-        };
-        if res.is_err() {
-            err = res;
-        }
-    });
-    err.map(|()| r)
+        r.add_rec(&info, v6, GFP_KERNEL)
+    })?;
+    Ok(r)
 }
 
 /// `RDS_INFO_SEND_MESSAGES` / `RDS6_INFO_SEND_MESSAGES` (C: `rds_conn_message_info_send`):
 /// messages still on their connections' send queues.
 fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let each = if v6 {
-        INFO6_MESSAGE_LEN
-    } else {
-        INFO_MESSAGE_LEN
-    };
-    let mut r = Records::new(each);
-    let room = len / each;
-    let mut err = Ok(());
-    shared.conns.for_each(net, |c| {
+    let mut r = Records::new(MsgInfo::len(v6), len);
+    shared.conns.try_for_each(net, |c| {
         if !v6 && !is_v4(&c.key.laddr) {
-            return;
+            return Ok(());
         }
         // Under the connection's spinlock: no sleeping allocations.
-        c.for_each_queued(|m| {
+        c.try_for_each_queued(|m| {
             let info = MsgInfo {
                 seq: m.seq(),
                 len: m.len,
@@ -197,29 +245,16 @@ fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
                 flags: 0,
                 tos: c.key.tos,
             };
-            let res = if v6 {
-                r.add(&info.encode_v6(), room, GFP_ATOMIC)
-            } else {
-                r.add(&info.encode_v4(), room, GFP_ATOMIC)
-            };
-            if res.is_err() {
-                err = res;
-            }
-        });
-    });
-    err.map(|()| r)
+            r.add_rec(&info, v6, GFP_ATOMIC)
+        })
+    })?;
+    Ok(r)
 }
 
 /// `RDS_INFO_RECV_MESSAGES` / `RDS6_INFO_RECV_MESSAGES` (C: `rds_sock_inc_info`): messages
 /// on receive queues; the IPv4 table covers sockets bound to IPv4 addresses only.
 fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let each = if v6 {
-        INFO6_MESSAGE_LEN
-    } else {
-        INFO_MESSAGE_LEN
-    };
-    let mut r = Records::new(each);
-    let room = len / each;
+    let mut r = Records::new(MsgInfo::len(v6), len);
     let sockets = shared.sockets.lock();
     for sock in sockets.values().filter(|s| s.net() == net) {
         let s = sock.state();
@@ -242,11 +277,7 @@ fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
                 flags: 0,
                 tos: inc.tos,
             };
-            if v6 {
-                r.add(&info.encode_v6(), room, GFP_ATOMIC)?;
-            } else {
-                r.add(&info.encode_v4(), room, GFP_ATOMIC)?;
-            }
+            r.add_rec(&info, v6, GFP_ATOMIC)?;
         }
     }
     Ok(r)
@@ -255,14 +286,8 @@ fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
 /// `RDS_INFO_SOCKETS` / `RDS6_INFO_SOCKETS` (C: `rds_sock_info`, `rds6_sock_info`): all or
 /// nothing; the IPv4 table covers sockets bound to IPv4 addresses only.
 fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let each = if v6 {
-        INFO6_SOCKET_LEN
-    } else {
-        INFO_SOCKET_LEN
-    };
-    let mut r = Records::new(each);
-    let sockets = shared.sockets.lock();
     let mut infos = KVec::new();
+    let sockets = shared.sockets.lock();
     for sock in sockets.values().filter(|s| s.net() == net) {
         let inner = sock.state().inner.lock();
         let bound = inner.bound.map(|k| k.addr).unwrap_or_default();
@@ -270,6 +295,7 @@ fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records>
             continue;
         }
         let conn = inner.conn.unwrap_or_default();
+        drop(inner);
         infos.push(
             SockInfo {
                 sndbuf: sock.sndbuf() / 2,
@@ -278,26 +304,17 @@ fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records>
                 connected_addr: conn.addr,
                 bound_port: bound.port,
                 connected_port: conn.port,
-                inum: 0,
+                inum: sock.inode(),
             },
             GFP_KERNEL,
         )?;
-        drop(inner);
-        if let Some(last) = infos.last_mut() {
-            last.inum = sock.inode();
-        }
     }
-    let room = if len / each < infos.len() {
-        0
-    } else {
-        infos.len()
-    };
+    let mut r = Records::new(SockInfo::len(v6), len);
+    if r.room < infos.len() {
+        r.room = 0;
+    }
     for info in infos.iter() {
-        if v6 {
-            r.add(&info.encode_v6(), room, GFP_KERNEL)?;
-        } else {
-            r.add(&info.encode_v4(), room, GFP_KERNEL)?;
-        }
+        r.add_rec(info, v6, GFP_KERNEL)?;
     }
     Ok(r)
 }
