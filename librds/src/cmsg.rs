@@ -1,27 +1,10 @@
 //! Control messages (`cmsghdr` sequences) for `sendmsg` and from `recvmsg`, built and read as
 //! bytes in the kernel's layout (x86-64 and other LP64 targets: a 16-byte header, payloads
-//! aligned to 8 bytes).
+//! aligned to 8 bytes), which `rds-proto` defines ([`CmsgHdr`]).
 
-use std::mem::size_of;
+use rds_proto::CmsgHdr;
 
-/// Size of `struct cmsghdr`.
-pub const CMSG_HDR_LEN: usize = size_of::<libc::cmsghdr>();
-
-/// `CMSG_ALIGN`: rounds up to the alignment of control message headers.
-pub const fn cmsg_align(n: usize) -> usize {
-    let a = size_of::<usize>();
-    (n + a - 1) & !(a - 1)
-}
-
-/// `CMSG_LEN`: the `cmsg_len` of a control message with `n` bytes of data.
-pub const fn cmsg_len(n: usize) -> usize {
-    CMSG_HDR_LEN + n
-}
-
-/// `CMSG_SPACE`: the room a control message with `n` bytes of data takes in the buffer.
-pub const fn cmsg_space(n: usize) -> usize {
-    CMSG_HDR_LEN + cmsg_align(n)
-}
+pub use rds_proto::{cmsg_align, cmsg_len, cmsg_space, CMSG_HDR_LEN};
 
 /// One control message: level, type and data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,10 +58,12 @@ impl ControlBuf {
         ty: i32,
         data: &[u8],
     ) -> &mut Self {
-        // struct cmsghdr { size_t cmsg_len; int cmsg_level; int cmsg_type; }
-        self.bytes.extend_from_slice(&cmsg_len.to_ne_bytes());
-        self.bytes.extend_from_slice(&level.to_ne_bytes());
-        self.bytes.extend_from_slice(&ty.to_ne_bytes());
+        let h = CmsgHdr {
+            len: cmsg_len as u64,
+            level,
+            kind: ty,
+        };
+        self.bytes.extend_from_slice(&h.encode());
         self.bytes.extend_from_slice(data);
         self.bytes
             .resize(self.bytes.len() + cmsg_align(data.len()) - data.len(), 0);
@@ -111,22 +96,19 @@ impl ControlBuf {
 /// of the control buffer after `recvmsg`). Stops at a header that does not fit.
 pub fn parse_cmsgs(bytes: &[u8]) -> Vec<Cmsg> {
     let mut out = Vec::new();
-    let mut off = 0;
-    while off + CMSG_HDR_LEN <= bytes.len() {
-        let h = &bytes[off..off + CMSG_HDR_LEN];
-        let len = usize::from_ne_bytes(h[..8].try_into().expect("8 bytes"));
-        let level = i32::from_ne_bytes(h[8..12].try_into().expect("4 bytes"));
-        let ty = i32::from_ne_bytes(h[12..16].try_into().expect("4 bytes"));
-        if len < CMSG_HDR_LEN {
-            break;
-        }
-        let end = (off + len).min(bytes.len());
+    let mut rest = bytes;
+    while let Some(h) = CmsgHdr::decode(rest) {
+        let len = match usize::try_from(h.len) {
+            Ok(len) if len >= CMSG_HDR_LEN => len,
+            _ => break,
+        };
+        // A `cmsg_len` past the end keeps the bytes there are.
         out.push(Cmsg {
-            level,
-            ty,
-            data: bytes[off + CMSG_HDR_LEN..end].to_vec(),
+            level: h.level,
+            ty: h.kind,
+            data: rest[CMSG_HDR_LEN..len.min(rest.len())].to_vec(),
         });
-        off += cmsg_align(len);
+        rest = rest.get(cmsg_align(len)..).unwrap_or_default();
     }
     out
 }
@@ -151,5 +133,13 @@ mod tests {
                 data: vec![1, 2, 3]
             }
         );
+        // A `cmsg_len` past the end of the buffer keeps what there is; one shorter than the
+        // header ends the walk.
+        let mut t = ControlBuf::new();
+        t.push_with_len(cmsg_len(12), 1, 2, &[7; 8]);
+        assert_eq!(parse_cmsgs(t.as_bytes())[0].data, vec![7; 8]);
+        let mut s = ControlBuf::new();
+        s.push_with_len(15, 1, 2, &[]).push(1, 2, &[]);
+        assert!(parse_cmsgs(s.as_bytes()).is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! Safe user-space access to `AF_RDS` sockets (Reliable Datagram Sockets).
 //!
-//! The constants and layouts follow `include/uapi/linux/rds.h`; programs written with this
+//! The constants and layouts follow `include/uapi/linux/rds.h`, through `rds-proto` (the
+//! code the kernel module itself decodes and encodes them with); programs written with this
 //! library work against any RDS implementation, Linux's C RDS or rds-rs.
 //!
 //! ```no_run
@@ -47,8 +48,13 @@ use std::time::Duration;
 
 /// `AF_RDS` / `PF_RDS`.
 pub const AF_RDS: i32 = 21;
-/// `SOL_RDS`, the socket option level of RDS.
-pub const SOL_RDS: i32 = 276;
+
+pub use rds_proto::{
+    RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
+    RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
+    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION,
+    RDS_CMSG_ZCOPY_COOKIE, SOL_RDS,
+};
 
 /// `RDS_CANCEL_SENT_TO`: drop queued messages to a destination.
 pub const RDS_CANCEL_SENT_TO: i32 = 1;
@@ -67,37 +73,12 @@ pub const SO_RDS_TRANSPORT: i32 = 8;
 /// `SO_RDS_MSG_RXPATH_LATENCY`.
 pub const SO_RDS_MSG_RXPATH_LATENCY: i32 = 10;
 
-/// `RDS_CMSG_RDMA_ARGS`.
-pub const RDS_CMSG_RDMA_ARGS: i32 = 1;
-/// `RDS_CMSG_RDMA_DEST`.
-pub const RDS_CMSG_RDMA_DEST: i32 = 2;
-/// `RDS_CMSG_RDMA_MAP`.
-pub const RDS_CMSG_RDMA_MAP: i32 = 3;
-/// `RDS_CMSG_RDMA_STATUS`.
-pub const RDS_CMSG_RDMA_STATUS: i32 = 4;
-/// `RDS_CMSG_CONG_UPDATE`: a `u64` mask of ports (bit `port % 64`) no longer congested.
-pub const RDS_CMSG_CONG_UPDATE: i32 = 5;
-/// `RDS_CMSG_ATOMIC_FADD`.
-pub const RDS_CMSG_ATOMIC_FADD: i32 = 6;
-/// `RDS_CMSG_ATOMIC_CSWP`.
-pub const RDS_CMSG_ATOMIC_CSWP: i32 = 7;
-/// `RDS_CMSG_MASKED_ATOMIC_FADD`.
-pub const RDS_CMSG_MASKED_ATOMIC_FADD: i32 = 8;
-/// `RDS_CMSG_MASKED_ATOMIC_CSWP`.
-pub const RDS_CMSG_MASKED_ATOMIC_CSWP: i32 = 9;
-/// `RDS_CMSG_RXPATH_LATENCY`.
-pub const RDS_CMSG_RXPATH_LATENCY: i32 = 11;
-/// `RDS_CMSG_ZCOPY_COOKIE`.
-pub const RDS_CMSG_ZCOPY_COOKIE: i32 = 12;
-/// `RDS_CMSG_ZCOPY_COMPLETION`.
-pub const RDS_CMSG_ZCOPY_COMPLETION: i32 = 13;
-
 /// `sizeof(struct rds_rdma_args)`.
-pub const RDS_RDMA_ARGS_SIZE: usize = 56;
+pub const RDS_RDMA_ARGS_SIZE: usize = rds_proto::RDMA_ARGS_LEN;
 /// `sizeof(struct rds_atomic_args)`.
-pub const RDS_ATOMIC_ARGS_SIZE: usize = 72;
+pub const RDS_ATOMIC_ARGS_SIZE: usize = rds_proto::ATOMIC_ARGS_LEN;
 /// `sizeof(struct rds_get_mr_args)`.
-pub const RDS_GET_MR_ARGS_SIZE: usize = 32;
+pub const RDS_GET_MR_ARGS_SIZE: usize = rds_proto::GET_MR_ARGS_LEN;
 /// `RDS_MSG_RX_DGRAM_TRACE_MAX`: trace points of `SO_RDS_MSG_RXPATH_LATENCY` (so
 /// `struct rds_rx_trace_so` is 4 bytes and `struct rds_cmsg_rx_trace` 32).
 pub const RDS_MSG_RX_DGRAM_TRACE_MAX: usize = 3;
@@ -108,7 +89,7 @@ pub const SIOCRDSSETTOS: libc::c_ulong = 0x89e0;
 pub const SIOCRDSGETTOS: libc::c_ulong = 0x89e1;
 
 /// Largest RDS payload (`RDS_MAX_MSG_SIZE`, 1 MiB).
-pub const RDS_MAX_MSG_SIZE: usize = 1 << 20;
+pub const RDS_MAX_MSG_SIZE: usize = rds_proto::MAX_MSG_SIZE as usize;
 
 /// The transports `SO_RDS_TRANSPORT` can select (`RDS_TRANS_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,19 +3,13 @@
 //! (`RDS_CMSG_RDMA_STATUS`), and rds-rs's barrier (`RDS_BARRIER`, `RDS_CMSG_RDMA_ID`,
 //! `include/uapi/rds_rs.h`).
 //!
-//! The argument structs are encoded here from `include/uapi/linux/rds.h` on their own (not
-//! shared with the kernel module's code), native-endian, in the x86-64 (LP64) layout:
-//!
-//! | struct | size | fields (offset) |
-//! |---|---|---|
-//! | `rds_iovec` | 16 | `addr` 0, `bytes` 8 |
-//! | `rds_get_mr_args` | 32 | `vec` 0, `cookie_addr` 16, `flags` 24 |
-//! | `rds_get_mr_for_dest_args` | 160 | `dest_addr` 0 (128), `vec` 128, `cookie_addr` 144, `flags` 152 |
-//! | `rds_free_mr_args` | 16 | `cookie` 0, `flags` 8 |
-//! | `rds_rdma_args` | 56 | `cookie` 0, `remote_vec` 8, `local_vec_addr` 24, `nr_local` 32, `flags` 40, `user_token` 48 |
-//! | `rds_atomic_args` | 72 | `cookie` 0, `local_addr` 8, `remote_addr` 16, union 24 (32), `flags` 56, `user_token` 64 |
-//! | `rds_rdma_notify` | 16 | `user_token` 0, `status` 8 (`__s32`) |
-//! | `rds_barrier_args` (rds-rs) | 152 | `dest` 0 (128), `wait_id` 128, `mark_addr` 136, `flags` 144 |
+//! The argument structs of `include/uapi/linux/rds.h`, their constants and their layouts are
+//! `rds-proto`'s, the code the kernel module decodes them with (native-endian, the x86-64
+//! LP64 layout; see `rds_proto::RdmaArgs` and its siblings for the offsets). [`RdsIovec`],
+//! [`GetMrArgs`], [`GetMrForDestArgs`], [`FreeMrArgs`] and [`RdmaNotify`] are its types;
+//! [`RdmaArgs`], [`AtomicArgs`] and [`BarrierArgs`] are built here in the forms programs
+//! write them (the atomic operation as one of the four control message types, the barrier's
+//! destination as a [`SocketAddr`]) and encoded by it.
 //!
 //! Memory the kernel writes into after the system call returned (the target of an RDMA
 //! write, the local buffer of an RDMA read, the result of an atomic) should be an
@@ -33,130 +27,32 @@ pub use crate::{
     RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
     RDS_CMSG_RDMA_STATUS, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST,
 };
-
-/// `RDS_RDMA_READWRITE`: an RDMA write (local to remote); on a registration, a writable MR.
-pub const RDS_RDMA_READWRITE: u64 = 0x1;
-/// `RDS_RDMA_FENCE`.
-pub const RDS_RDMA_FENCE: u64 = 0x2;
-/// `RDS_RDMA_INVALIDATE`: invalidate the registration when it is freed.
-pub const RDS_RDMA_INVALIDATE: u64 = 0x4;
-/// `RDS_RDMA_USE_ONCE`: free the registration once an RDMA operation on it completed.
-pub const RDS_RDMA_USE_ONCE: u64 = 0x8;
-/// `RDS_RDMA_DONTWAIT`: the barrier does not wait.
-pub const RDS_RDMA_DONTWAIT: u64 = 0x10;
-/// `RDS_RDMA_NOTIFY_ME`: queue a notification when the operation completes.
-pub const RDS_RDMA_NOTIFY_ME: u64 = 0x20;
-/// `RDS_RDMA_SILENT`: no message for the remote side.
-pub const RDS_RDMA_SILENT: u64 = 0x40;
-
-/// `RDS_RDMA_SUCCESS`.
-pub const RDS_RDMA_SUCCESS: i32 = 0;
-/// `RDS_RDMA_REMOTE_ERROR`.
-pub const RDS_RDMA_REMOTE_ERROR: i32 = 1;
-/// `RDS_RDMA_CANCELED`.
-pub const RDS_RDMA_CANCELED: i32 = 2;
-/// `RDS_RDMA_DROPPED`.
-pub const RDS_RDMA_DROPPED: i32 = 3;
-/// `RDS_RDMA_OTHER_ERROR`.
-pub const RDS_RDMA_OTHER_ERROR: i32 = 4;
-
-/// `RDS_BARRIER` (rds-rs, `include/uapi/rds_rs.h`): the barrier socket option.
-pub const RDS_BARRIER: i32 = 4;
-/// `RDS_CMSG_RDMA_ID` (rds-rs): a `__u64` user address that receives the operation's id.
-pub const RDS_CMSG_RDMA_ID: i32 = 64;
+pub use rds_proto::{
+    cookie_key, cookie_offset, make_cookie, FreeMrArgs, GetMrArgs, GetMrForDestArgs, RdmaNotify,
+    RdsIovec, RDS_BARRIER, RDS_CMSG_RDMA_ID, RDS_RDMA_CANCELED, RDS_RDMA_DONTWAIT,
+    RDS_RDMA_DROPPED, RDS_RDMA_FENCE, RDS_RDMA_INVALIDATE, RDS_RDMA_NOTIFY_ME,
+    RDS_RDMA_OTHER_ERROR, RDS_RDMA_READWRITE, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SILENT,
+    RDS_RDMA_SUCCESS, RDS_RDMA_USE_ONCE, UIO_MAXIOV,
+};
 
 /// `sizeof(struct rds_iovec)`.
-pub const RDS_IOVEC_SIZE: usize = 16;
+pub const RDS_IOVEC_SIZE: usize = rds_proto::RDS_IOVEC_LEN;
 /// `sizeof(struct rds_get_mr_for_dest_args)`.
-pub const RDS_GET_MR_FOR_DEST_ARGS_SIZE: usize = 160;
+pub const RDS_GET_MR_FOR_DEST_ARGS_SIZE: usize = rds_proto::GET_MR_FOR_DEST_ARGS_LEN;
 /// `sizeof(struct rds_free_mr_args)`.
-pub const RDS_FREE_MR_ARGS_SIZE: usize = 16;
+pub const RDS_FREE_MR_ARGS_SIZE: usize = rds_proto::FREE_MR_ARGS_LEN;
 /// `sizeof(struct rds_rdma_notify)`.
-pub const RDS_RDMA_NOTIFY_SIZE: usize = 16;
+pub const RDS_RDMA_NOTIFY_SIZE: usize = rds_proto::RDMA_NOTIFY_LEN;
 /// `sizeof(struct rds_barrier_args)` (rds-rs).
-pub const RDS_BARRIER_ARGS_SIZE: usize = 152;
+pub const RDS_BARRIER_ARGS_SIZE: usize = rds_proto::BARRIER_ARGS_LEN;
 /// `sizeof(struct __kernel_sockaddr_storage)`.
-pub const SOCKADDR_STORAGE_SIZE: usize = 128;
-/// `UIO_MAXIOV`: the most local iovecs of one RDMA operation.
-pub const UIO_MAXIOV: u64 = 1024;
+pub const SOCKADDR_STORAGE_SIZE: usize = rds_proto::SOCKADDR_STORAGE_LEN;
 /// The page size of the guests (x86-64).
-pub const PAGE_SIZE: usize = 4096;
-
-fn put(out: &mut [u8], off: usize, v: u64) {
-    out[off..off + 8].copy_from_slice(&v.to_ne_bytes());
-}
-
-fn get(b: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
-}
-
-/// `rds_rdma_make_cookie`: `r_key | offset << 32`.
-pub const fn make_cookie(r_key: u32, offset: u32) -> u64 {
-    (r_key as u64) | ((offset as u64) << 32)
-}
-
-/// The r_key of a cookie (its low 32 bits).
-pub const fn cookie_key(cookie: u64) -> u32 {
-    cookie as u32
-}
-
-/// The offset of a cookie (its high 32 bits): the registration's address modulo the page size.
-pub const fn cookie_offset(cookie: u64) -> u32 {
-    (cookie >> 32) as u32
-}
-
-/// `struct rds_iovec`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RdsIovec {
-    /// Start address.
-    pub addr: u64,
-    /// Length in bytes.
-    pub bytes: u64,
-}
-
-impl RdsIovec {
-    /// The 16 bytes of the struct.
-    pub fn encode(&self) -> [u8; RDS_IOVEC_SIZE] {
-        let mut out = [0u8; RDS_IOVEC_SIZE];
-        put(&mut out, 0, self.addr);
-        put(&mut out, 8, self.bytes);
-        out
-    }
-}
+pub const PAGE_SIZE: usize = rds_proto::PAGE_SIZE as usize;
 
 /// The bytes of an array of `struct rds_iovec` (what `local_vec_addr` points to).
 pub fn encode_iovecs(v: &[RdsIovec]) -> Vec<u8> {
     v.iter().flat_map(|i| i.encode()).collect()
-}
-
-/// `struct rds_get_mr_args`: `RDS_GET_MR` and `RDS_CMSG_RDMA_MAP`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GetMrArgs {
-    /// The memory to register.
-    pub vec: RdsIovec,
-    /// User address of a `u64` that receives the cookie (0: none).
-    pub cookie_addr: u64,
-    /// `RDS_RDMA_USE_ONCE`, `RDS_RDMA_INVALIDATE`, `RDS_RDMA_READWRITE`.
-    pub flags: u64,
-}
-
-impl GetMrArgs {
-    /// The 32 bytes of the struct.
-    pub fn encode(&self) -> [u8; crate::RDS_GET_MR_ARGS_SIZE] {
-        let mut out = [0u8; crate::RDS_GET_MR_ARGS_SIZE];
-        out[..16].copy_from_slice(&self.vec.encode());
-        put(&mut out, 16, self.cookie_addr);
-        put(&mut out, 24, self.flags);
-        out
-    }
-
-    /// The 160 bytes of `struct rds_get_mr_for_dest_args` with these fields and `dest`.
-    pub fn encode_for_dest(&self, dest: &SocketAddr) -> [u8; RDS_GET_MR_FOR_DEST_ARGS_SIZE] {
-        let mut out = [0u8; RDS_GET_MR_FOR_DEST_ARGS_SIZE];
-        out[..SOCKADDR_STORAGE_SIZE].copy_from_slice(&sockaddr_storage(dest));
-        out[SOCKADDR_STORAGE_SIZE..].copy_from_slice(&self.encode());
-        out
-    }
 }
 
 /// The 128 bytes of a `struct __kernel_sockaddr_storage` holding `a`.
@@ -165,25 +61,6 @@ pub fn sockaddr_storage(a: &SocketAddr) -> [u8; SOCKADDR_STORAGE_SIZE] {
     let b = sockaddr_bytes(a);
     out[..b.len()].copy_from_slice(&b);
     out
-}
-
-/// `struct rds_free_mr_args`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FreeMrArgs {
-    /// The cookie (0: flush the transport's unused registrations).
-    pub cookie: u64,
-    /// `RDS_RDMA_INVALIDATE`.
-    pub flags: u64,
-}
-
-impl FreeMrArgs {
-    /// The 16 bytes of the struct.
-    pub fn encode(&self) -> [u8; RDS_FREE_MR_ARGS_SIZE] {
-        let mut out = [0u8; RDS_FREE_MR_ARGS_SIZE];
-        put(&mut out, 0, self.cookie);
-        put(&mut out, 8, self.flags);
-        out
-    }
 }
 
 /// `struct rds_rdma_args`: the `RDS_CMSG_RDMA_ARGS` control message.
@@ -206,15 +83,15 @@ pub struct RdmaArgs {
 impl RdmaArgs {
     /// The 56 bytes of the struct.
     pub fn encode(&self) -> [u8; crate::RDS_RDMA_ARGS_SIZE] {
-        let mut out = [0u8; crate::RDS_RDMA_ARGS_SIZE];
-        put(&mut out, 0, self.cookie);
-        put(&mut out, 8, self.remote.addr);
-        put(&mut out, 16, self.remote.bytes);
-        put(&mut out, 24, self.local_vec_addr);
-        put(&mut out, 32, self.nr_local);
-        put(&mut out, 40, self.flags);
-        put(&mut out, 48, self.user_token);
-        out
+        rds_proto::RdmaArgs {
+            cookie: self.cookie,
+            remote_vec: self.remote,
+            local_vec_addr: self.local_vec_addr,
+            nr_local: self.nr_local,
+            flags: self.flags,
+            user_token: self.user_token,
+        }
+        .encode()
     }
 }
 
@@ -264,18 +141,34 @@ impl AtomicOp {
         }
     }
 
-    /// The four `u64`s of the union (unused ones 0).
-    fn union(&self) -> [u64; 4] {
+    /// The operation in the masked form `rds-proto` (and C RDS) hold every atomic in: no
+    /// carry mask for a plain fetch-and-add, all-ones masks for a plain compare-and-swap.
+    pub fn masked(&self) -> rds_proto::AtomicOp {
         match *self {
-            AtomicOp::Fadd { add } => [add, 0, 0, 0],
-            AtomicOp::Cswp { compare, swap } => [compare, swap, 0, 0],
-            AtomicOp::MaskedFadd { add, nocarry_mask } => [add, nocarry_mask, 0, 0],
+            AtomicOp::Fadd { add } => rds_proto::AtomicOp::Fadd {
+                add,
+                nocarry_mask: 0,
+            },
+            AtomicOp::Cswp { compare, swap } => rds_proto::AtomicOp::Cswp {
+                compare,
+                swap,
+                compare_mask: !0,
+                swap_mask: !0,
+            },
+            AtomicOp::MaskedFadd { add, nocarry_mask } => {
+                rds_proto::AtomicOp::Fadd { add, nocarry_mask }
+            }
             AtomicOp::MaskedCswp {
                 compare,
                 swap,
                 compare_mask,
                 swap_mask,
-            } => [compare, swap, compare_mask, swap_mask],
+            } => rds_proto::AtomicOp::Cswp {
+                compare,
+                swap,
+                compare_mask,
+                swap_mask,
+            },
         }
     }
 }
@@ -300,35 +193,16 @@ pub struct AtomicArgs {
 impl AtomicArgs {
     /// The 72 bytes of the struct.
     pub fn encode(&self) -> [u8; crate::RDS_ATOMIC_ARGS_SIZE] {
-        let mut out = [0u8; crate::RDS_ATOMIC_ARGS_SIZE];
-        put(&mut out, 0, self.cookie);
-        put(&mut out, 8, self.local_addr);
-        put(&mut out, 16, self.remote_addr);
-        for (i, v) in self.op.union().iter().enumerate() {
-            put(&mut out, 24 + 8 * i, *v);
+        rds_proto::AtomicArgs {
+            cookie: self.cookie,
+            local_addr: self.local_addr,
+            remote_addr: self.remote_addr,
+            op: self.op.masked(),
+            flags: self.flags,
+            user_token: self.user_token,
         }
-        put(&mut out, 56, self.flags);
-        put(&mut out, 64, self.user_token);
-        out
-    }
-}
-
-/// `struct rds_rdma_notify`: the data of `RDS_CMSG_RDMA_STATUS`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RdmaNotify {
-    /// The operation's `user_token`.
-    pub user_token: u64,
-    /// `RDS_RDMA_SUCCESS`, `RDS_RDMA_REMOTE_ERROR`, `RDS_RDMA_CANCELED`, ...
-    pub status: i32,
-}
-
-impl RdmaNotify {
-    /// Reads a notification from control message data (at least 12 bytes).
-    pub fn parse(b: &[u8]) -> Option<Self> {
-        Some(Self {
-            user_token: get(b, 0)?,
-            status: i32::from_ne_bytes(b.get(8..12)?.try_into().ok()?),
-        })
+        .encode(self.op.cmsg_type())
+        .expect("every operation encodes as its own control message type")
     }
 }
 
@@ -371,12 +245,13 @@ impl BarrierArgs {
 
     /// The 152 bytes of the struct.
     pub fn encode(&self) -> [u8; RDS_BARRIER_ARGS_SIZE] {
-        let mut out = [0u8; RDS_BARRIER_ARGS_SIZE];
-        out[..SOCKADDR_STORAGE_SIZE].copy_from_slice(&self.dest);
-        put(&mut out, 128, self.wait_id);
-        put(&mut out, 136, self.mark_addr);
-        put(&mut out, 144, self.flags);
-        out
+        rds_proto::BarrierArgs {
+            dest: self.dest,
+            wait_id: self.wait_id,
+            mark_addr: self.mark_addr,
+            flags: self.flags,
+        }
+        .encode()
     }
 }
 
@@ -413,7 +288,7 @@ impl Cmsg {
         if self.level != SOL_RDS || self.ty != RDS_CMSG_RDMA_STATUS {
             return None;
         }
-        RdmaNotify::parse(&self.data)
+        RdmaNotify::decode(&self.data)
     }
 
     /// The cookie, if this is an `RDS_CMSG_RDMA_DEST`.
@@ -466,12 +341,13 @@ impl RdsSocket {
         flags: u64,
     ) -> io::Result<u64> {
         let mut cookie = 0u64;
-        let a = GetMrArgs {
+        let a = GetMrForDestArgs {
+            dest: sockaddr_storage(dest),
             vec: RdsIovec { addr, bytes },
             cookie_addr: &mut cookie as *mut u64 as u64,
             flags,
         };
-        let enc = a.encode_for_dest(dest);
+        let enc = a.encode();
         // SAFETY: as in `get_mr`.
         cvt(unsafe {
             libc::setsockopt(
@@ -667,6 +543,10 @@ impl Drop for RdmaMem {
 mod tests {
     use super::*;
 
+    fn get(b: &[u8], off: usize) -> Option<u64> {
+        Some(u64::from_ne_bytes(b.get(off..off + 8)?.try_into().ok()?))
+    }
+
     #[test]
     fn layouts() {
         let a = RdmaArgs {
@@ -698,24 +578,60 @@ mod tests {
         for (i, v) in (1u64..=9).enumerate() {
             assert_eq!(get(&m, 8 * i), Some(v));
         }
-        let g = GetMrArgs {
+        // The unmasked operations leave the rest of the union zero.
+        for (op, union) in [
+            (AtomicOp::Fadd { add: 4 }, [4, 0, 0, 0]),
+            (
+                AtomicOp::Cswp {
+                    compare: 4,
+                    swap: 5,
+                },
+                [4, 5, 0, 0],
+            ),
+            (
+                AtomicOp::MaskedFadd {
+                    add: 4,
+                    nocarry_mask: 5,
+                },
+                [4, 5, 0, 0],
+            ),
+        ] {
+            let e = AtomicArgs {
+                cookie: 1,
+                local_addr: 2,
+                remote_addr: 3,
+                op,
+                flags: 8,
+                user_token: 9,
+            }
+            .encode();
+            for (i, v) in union.iter().enumerate() {
+                assert_eq!(get(&e, 24 + 8 * i), Some(*v), "{op:?}");
+            }
+            assert_eq!(get(&e, 56), Some(8));
+        }
+        let d = GetMrForDestArgs {
+            dest: sockaddr_storage(&"127.0.0.1:5".parse().unwrap()),
             vec: RdsIovec { addr: 1, bytes: 2 },
             cookie_addr: 3,
             flags: 4,
-        };
-        let d = g.encode_for_dest(&"127.0.0.1:5".parse().unwrap());
+        }
+        .encode();
         assert_eq!(get(&d, 128), Some(1));
         assert_eq!(get(&d, 152), Some(4));
         assert_eq!(u16::from_ne_bytes([d[0], d[1]]), libc::AF_INET as u16);
         let b = BarrierArgs::new(&"[::1]:9".parse().unwrap(), 1, 2, 3).encode();
+        assert_eq!(u16::from_ne_bytes([b[0], b[1]]), libc::AF_INET6 as u16);
         assert_eq!(get(&b, 128), Some(1));
         assert_eq!(get(&b, 144), Some(3));
-        let n = RdmaNotify::parse(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]).unwrap();
-        assert_eq!(n.user_token, 1);
-        assert_eq!(n.status, 2);
-        assert_eq!(make_cookie(0xdead_beef, 12), 0x0000_000c_dead_beef);
-        assert_eq!(cookie_key(0x0000_000c_dead_beef), 0xdead_beef);
-        assert_eq!(cookie_offset(0x0000_000c_dead_beef), 12);
+        let mut c = ControlBuf::new();
+        c.push(
+            SOL_RDS,
+            RDS_CMSG_RDMA_STATUS,
+            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0],
+        );
+        let n = crate::parse_cmsgs(c.as_bytes())[0].rdma_status().unwrap();
+        assert_eq!((n.user_token, n.status), (1, 2));
     }
 
     #[test]

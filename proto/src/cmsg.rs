@@ -82,6 +82,49 @@ pub const fn cmsg_space(data_len: usize) -> usize {
     CMSG_HDR_LEN.saturating_add(cmsg_align(data_len))
 }
 
+/// A `struct cmsghdr`, the [`CMSG_HDR_LEN`] bytes in front of each control
+/// message's data (see the table at the top of this module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CmsgHdr {
+    /// `cmsg_len`: header plus data, padding not included; as written,
+    /// right or wrong.
+    pub len: u64,
+    /// `cmsg_level`, e.g. [`SOL_RDS`].
+    pub level: i32,
+    /// `cmsg_type`, e.g. [`RDS_CMSG_RDMA_ARGS`].
+    pub kind: i32,
+}
+
+impl CmsgHdr {
+    /// Reads the first [`CMSG_HDR_LEN`] bytes of `b`; `None` if shorter.
+    /// Nothing is checked: see [`cmsgs`] for what makes a header valid.
+    #[must_use]
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        #[rustfmt::skip]
+        let [
+            l0, l1, l2, l3, l4, l5, l6, l7,
+            v0, v1, v2, v3,
+            t0, t1, t2, t3,
+        ] = *b.first_chunk::<CMSG_HDR_LEN>()?;
+        Some(CmsgHdr {
+            len: u64::from_ne_bytes([l0, l1, l2, l3, l4, l5, l6, l7]),
+            level: i32::from_ne_bytes([v0, v1, v2, v3]),
+            kind: i32::from_ne_bytes([t0, t1, t2, t3]),
+        })
+    }
+
+    /// The [`CMSG_HDR_LEN`] bytes of the header.
+    #[must_use]
+    pub fn encode(&self) -> [u8; CMSG_HDR_LEN] {
+        let [l0, l1, l2, l3, l4, l5, l6, l7] = self.len.to_ne_bytes();
+        let [v0, v1, v2, v3] = self.level.to_ne_bytes();
+        let [t0, t1, t2, t3] = self.kind.to_ne_bytes();
+        [
+            l0, l1, l2, l3, l4, l5, l6, l7, v0, v1, v2, v3, t0, t1, t2, t3,
+        ]
+    }
+}
+
 /// One control message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cmsg<'a> {
@@ -155,19 +198,12 @@ impl<'a> Iterator for CmsgIter<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let rest = self.rest;
-        let Some(hdr) = rest.first_chunk::<CMSG_HDR_LEN>() else {
+        let Some(hdr) = CmsgHdr::decode(rest) else {
             self.rest = &[];
             return None;
         };
-        #[rustfmt::skip]
-        let [
-            l0, l1, l2, l3, l4, l5, l6, l7,
-            v0, v1, v2, v3,
-            t0, t1, t2, t3,
-        ] = *hdr;
-        let raw_len = u64::from_ne_bytes([l0, l1, l2, l3, l4, l5, l6, l7]);
         // CMSG_OK; a length that does not fit a usize cannot fit the buffer.
-        let data = match usize::try_from(raw_len) {
+        let data = match usize::try_from(hdr.len) {
             Ok(len) if len >= CMSG_HDR_LEN => rest.get(CMSG_HDR_LEN..len),
             _ => None,
         };
@@ -182,8 +218,8 @@ impl<'a> Iterator for CmsgIter<'a> {
             _ => &[],
         };
         Some(Ok(Cmsg {
-            level: i32::from_ne_bytes([v0, v1, v2, v3]),
-            kind: i32::from_ne_bytes([t0, t1, t2, t3]),
+            level: hdr.level,
+            kind: hdr.kind,
             data,
         }))
     }
@@ -331,12 +367,7 @@ pub fn encode_cmsg(level: i32, kind: i32, data: &[u8], out: &mut [u8]) -> Option
     let len = u64::try_from(cmsg_len(data.len())).ok()?;
     let dst = out.get_mut(..space)?;
     let (hdr, body) = dst.split_first_chunk_mut::<CMSG_HDR_LEN>()?;
-    let [l0, l1, l2, l3, l4, l5, l6, l7] = len.to_ne_bytes();
-    let [v0, v1, v2, v3] = level.to_ne_bytes();
-    let [t0, t1, t2, t3] = kind.to_ne_bytes();
-    *hdr = [
-        l0, l1, l2, l3, l4, l5, l6, l7, v0, v1, v2, v3, t0, t1, t2, t3,
-    ];
+    *hdr = CmsgHdr { len, level, kind }.encode();
     body.fill(0);
     for (d, s) in body.iter_mut().zip(data) {
         *d = *s;

@@ -1,7 +1,10 @@
 //! `RDS_INFO_*` getsockopt: the records C RDS copies out
 //! (`include/uapi/linux/rds.h`), the argument check and result of
 //! `rds_info_getsockopt` (`net/rds/info.c`), and the statistics counter
-//! names (`net/rds/stats.c`).
+//! names (`net/rds/stats.c`). Each record has an encoder (what the kernel
+//! writes) and a decoder (what user space reads back); the TCP socket and
+//! RDMA connection records belong to transports rds-rs does not have yet
+//! and are here for readers of C RDS's tables.
 //!
 //! All records are `__attribute__((packed))`. Counters, sequence numbers,
 //! lengths, buffer sizes and inode numbers are in native byte order;
@@ -89,6 +92,18 @@ pub const INFO6_MESSAGE_LEN: usize = 50;
 pub const INFO_SOCKET_LEN: usize = 28;
 /// `sizeof(struct rds6_info_socket)`; see [`SockInfo::encode_v6`].
 pub const INFO6_SOCKET_LEN: usize = 52;
+/// `sizeof(struct rds_info_tcp_socket)`; see [`TcpSockInfo::encode_v4`].
+pub const INFO_TCP_SOCKET_LEN: usize = 41;
+/// `sizeof(struct rds6_info_tcp_socket)`; see [`TcpSockInfo::encode_v6`].
+pub const INFO6_TCP_SOCKET_LEN: usize = 64;
+/// `sizeof(struct rds_info_rdma_connection)` (not packed); see
+/// [`RdmaConnInfo::encode_v4`].
+pub const INFO_RDMA_CONNECTION_LEN: usize = 68;
+/// `sizeof(struct rds6_info_rdma_connection)` (not packed); see
+/// [`RdmaConnInfo::encode_v6`].
+pub const INFO6_RDMA_CONNECTION_LEN: usize = 92;
+/// Size of a GID field of the RDMA connection records (`RDS_IB_GID_LEN`).
+pub const RDS_IB_GID_LEN: usize = 16;
 
 /// The largest `optlen` `rds_info_getsockopt` accepts:
 /// `INT_MAX - PAGE_SIZE + 1` with 4 KiB pages.
@@ -122,6 +137,53 @@ const fn v4_tail(a: &Addr) -> [u8; 4] {
     [a12, a13, a14, a15]
 }
 
+/// The `N` bytes at `off` in `b`, if `b` holds them.
+fn take<const N: usize>(b: &[u8], off: usize) -> Option<[u8; N]> {
+    b.get(off..).and_then(|s| s.first_chunk::<N>()).copied()
+}
+
+/// The native-endian `u64` at `off` in `b`.
+fn ne_u64(b: &[u8], off: usize) -> Option<u64> {
+    take(b, off).map(u64::from_ne_bytes)
+}
+
+/// The native-endian `u32` at `off` in `b`.
+fn ne_u32(b: &[u8], off: usize) -> Option<u32> {
+    take(b, off).map(u32::from_ne_bytes)
+}
+
+/// The big-endian `u16` (a port) at `off` in `b`.
+fn be_u16(b: &[u8], off: usize) -> Option<u16> {
+    take(b, off).map(u16::from_be_bytes)
+}
+
+/// The `__be32` IPv4 address at `off` in `b`, v4-mapped (the inverse of
+/// [`v4_tail`] for v4-mapped addresses).
+fn addr4(b: &[u8], off: usize) -> Option<Addr> {
+    take(b, off).map(Addr::from_v4)
+}
+
+/// The `struct in6_addr` at `off` in `b`.
+fn addr6(b: &[u8], off: usize) -> Option<Addr> {
+    take(b, off).map(Addr)
+}
+
+/// A C string in the fixed-size field `field` (as [`strncpy`] writes
+/// one): the bytes up to the first NUL, or all of them when there is none.
+/// Only the longest prefix of those that is valid UTF-8 is returned, so
+/// every name [`strncpy`] wrote from a `&str` without NULs that fits the
+/// field reads back unchanged.
+fn c_str(field: &[u8]) -> &str {
+    let bytes = field.split(|b| *b == 0).next().unwrap_or_default();
+    match core::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => bytes
+            .get(..e.valid_up_to())
+            .and_then(|p| core::str::from_utf8(p).ok())
+            .unwrap_or_default(),
+    }
+}
+
 /// `struct rds_info_counter` as `rds_stats_info_copy` fills it: `name` is
 /// copied up to its first NUL and truncated to 31 bytes, NUL-padded (so
 /// always NUL-terminated); `value` native-endian at offset 32.
@@ -133,6 +195,16 @@ pub fn encode_counter(name: &str, value: u64) -> [u8; INFO_COUNTER_LEN] {
     }
     put(&mut out, INFO_COUNTER_NAME_LEN, value.to_ne_bytes());
     out
+}
+
+/// Reads the first [`INFO_COUNTER_LEN`] bytes of `b` as a
+/// `struct rds_info_counter`: the name (see [`encode_counter`]; the bytes
+/// up to the first NUL of the 32-byte field, cut to their longest UTF-8
+/// prefix) and the value. `None` if `b` is shorter.
+#[must_use]
+pub fn decode_counter(b: &[u8]) -> Option<(&str, u64)> {
+    let (name, rest) = b.split_first_chunk::<INFO_COUNTER_NAME_LEN>()?;
+    Some((c_str(name), ne_u64(rest, 0)?))
 }
 
 /// One connection path, as `rds_conn_info_visitor` /
@@ -155,7 +227,7 @@ pub struct ConnInfo<'a> {
     pub tos: u8,
 }
 
-impl ConnInfo<'_> {
+impl<'a> ConnInfo<'a> {
     /// `struct rds_info_connection` (42 bytes):
     ///
     /// | offset | field |
@@ -209,6 +281,42 @@ impl ConnInfo<'_> {
         }
         put(&mut out, 64, [self.flags]);
         out
+    }
+
+    /// Reads the first [`INFO_CONNECTION_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v4`]; `None` if `b` is shorter. The addresses come
+    /// back v4-mapped; [`Self::transport`] borrows from `b` (the bytes up
+    /// to the first NUL of the field, cut to their longest UTF-8 prefix).
+    #[must_use]
+    pub fn decode_v4(b: &'a [u8]) -> Option<Self> {
+        let b = b.get(..INFO_CONNECTION_LEN)?;
+        Some(ConnInfo {
+            next_tx_seq: ne_u64(b, 0)?,
+            next_rx_seq: ne_u64(b, 8)?,
+            laddr: addr4(b, 16)?,
+            faddr: addr4(b, 20)?,
+            transport: c_str(b.get(24..40)?),
+            flags: *b.get(40)?,
+            tos: *b.get(41)?,
+        })
+    }
+
+    /// Reads the first [`INFO6_CONNECTION_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v6`]; `None` if `b` is shorter. The record has no
+    /// `tos`: [`Self::tos`] is 0. [`Self::transport`] as in
+    /// [`Self::decode_v4`].
+    #[must_use]
+    pub fn decode_v6(b: &'a [u8]) -> Option<Self> {
+        let b = b.get(..INFO6_CONNECTION_LEN)?;
+        Some(ConnInfo {
+            next_tx_seq: ne_u64(b, 0)?,
+            next_rx_seq: ne_u64(b, 8)?,
+            laddr: addr6(b, 16)?,
+            faddr: addr6(b, 32)?,
+            transport: c_str(b.get(48..64)?),
+            flags: *b.get(64)?,
+            tos: 0,
+        })
     }
 }
 
@@ -283,6 +391,41 @@ impl MsgInfo {
         put(&mut out, 48, [self.flags, self.tos]);
         out
     }
+
+    /// Reads the first [`INFO_MESSAGE_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v4`]; `None` if `b` is shorter. The addresses come
+    /// back v4-mapped.
+    #[must_use]
+    pub fn decode_v4(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO_MESSAGE_LEN)?;
+        Some(MsgInfo {
+            seq: ne_u64(b, 0)?,
+            len: ne_u32(b, 8)?,
+            laddr: addr4(b, 12)?,
+            faddr: addr4(b, 16)?,
+            lport: be_u16(b, 20)?,
+            fport: be_u16(b, 22)?,
+            flags: *b.get(24)?,
+            tos: *b.get(25)?,
+        })
+    }
+
+    /// Reads the first [`INFO6_MESSAGE_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v6`]; `None` if `b` is shorter.
+    #[must_use]
+    pub fn decode_v6(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO6_MESSAGE_LEN)?;
+        Some(MsgInfo {
+            seq: ne_u64(b, 0)?,
+            len: ne_u32(b, 8)?,
+            laddr: addr6(b, 12)?,
+            faddr: addr6(b, 28)?,
+            lport: be_u16(b, 44)?,
+            fport: be_u16(b, 46)?,
+            flags: *b.get(48)?,
+            tos: *b.get(49)?,
+        })
+    }
 }
 
 /// One socket, as `rds_sock_info` / `rds6_sock_info` report it.
@@ -352,6 +495,291 @@ impl SockInfo {
         put(&mut out, 40, self.rcvbuf.to_ne_bytes());
         put(&mut out, 44, self.inum.to_ne_bytes());
         out
+    }
+
+    /// Reads the first [`INFO_SOCKET_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v4`]; `None` if `b` is shorter. The addresses come
+    /// back v4-mapped.
+    #[must_use]
+    pub fn decode_v4(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO_SOCKET_LEN)?;
+        Some(SockInfo {
+            sndbuf: ne_u32(b, 0)?,
+            bound_addr: addr4(b, 4)?,
+            connected_addr: addr4(b, 8)?,
+            bound_port: be_u16(b, 12)?,
+            connected_port: be_u16(b, 14)?,
+            rcvbuf: ne_u32(b, 16)?,
+            inum: ne_u64(b, 20)?,
+        })
+    }
+
+    /// Reads the first [`INFO6_SOCKET_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v6`]; `None` if `b` is shorter.
+    #[must_use]
+    pub fn decode_v6(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO6_SOCKET_LEN)?;
+        Some(SockInfo {
+            sndbuf: ne_u32(b, 0)?,
+            bound_addr: addr6(b, 4)?,
+            connected_addr: addr6(b, 20)?,
+            bound_port: be_u16(b, 36)?,
+            connected_port: be_u16(b, 38)?,
+            rcvbuf: ne_u32(b, 40)?,
+            inum: ne_u64(b, 44)?,
+        })
+    }
+}
+
+/// One TCP transport socket, as `rds_tcp_tc_info` / `rds6_tcp_tc_info`
+/// (`net/rds/tcp.c`) report it for `RDS_INFO_TCP_SOCKETS` /
+/// `RDS6_INFO_TCP_SOCKETS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpSockInfo {
+    /// Local address of the TCP socket.
+    pub local_addr: Addr,
+    /// Local port, host order (written big-endian).
+    pub local_port: u16,
+    /// Peer address.
+    pub peer_addr: Addr,
+    /// Peer port, host order (written big-endian).
+    pub peer_port: u16,
+    /// Header bytes still to receive (`t_tinc_hdr_rem`).
+    pub hdr_rem: u64,
+    /// Data bytes still to receive (`t_tinc_data_rem`).
+    pub data_rem: u64,
+    /// `t_last_sent_nxt`.
+    pub last_sent_nxt: u32,
+    /// `t_last_expected_una`.
+    pub last_expected_una: u32,
+    /// `t_last_seen_una`.
+    pub last_seen_una: u32,
+    /// Type of service (`c_tos`); only the IPv4 record carries it.
+    pub tos: u8,
+}
+
+impl TcpSockInfo {
+    /// `struct rds_info_tcp_socket` (41 bytes, packed):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `__be32 local_addr` (last 4 bytes of [`Self::local_addr`]) |
+    /// | 4  | `__be16 local_port` |
+    /// | 6  | `__be32 peer_addr` |
+    /// | 10 | `__be16 peer_port` |
+    /// | 12 | `u64 hdr_rem` |
+    /// | 20 | `u64 data_rem` |
+    /// | 28 | `u32 last_sent_nxt` |
+    /// | 32 | `u32 last_expected_una` |
+    /// | 36 | `u32 last_seen_una` |
+    /// | 40 | `u8 tos` |
+    #[must_use]
+    pub fn encode_v4(&self) -> [u8; INFO_TCP_SOCKET_LEN] {
+        let mut out = [0u8; INFO_TCP_SOCKET_LEN];
+        put(&mut out, 0, v4_tail(&self.local_addr));
+        put(&mut out, 4, self.local_port.to_be_bytes());
+        put(&mut out, 6, v4_tail(&self.peer_addr));
+        put(&mut out, 10, self.peer_port.to_be_bytes());
+        put(&mut out, 12, self.hdr_rem.to_ne_bytes());
+        put(&mut out, 20, self.data_rem.to_ne_bytes());
+        put(&mut out, 28, self.last_sent_nxt.to_ne_bytes());
+        put(&mut out, 32, self.last_expected_una.to_ne_bytes());
+        put(&mut out, 36, self.last_seen_una.to_ne_bytes());
+        put(&mut out, 40, [self.tos]);
+        out
+    }
+
+    /// `struct rds6_info_tcp_socket` (64 bytes, packed; it has no `tos`):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `struct in6_addr local_addr` |
+    /// | 16 | `__be16 local_port` |
+    /// | 18 | `struct in6_addr peer_addr` |
+    /// | 34 | `__be16 peer_port` |
+    /// | 36 | `u64 hdr_rem` |
+    /// | 44 | `u64 data_rem` |
+    /// | 52 | `u32 last_sent_nxt` |
+    /// | 56 | `u32 last_expected_una` |
+    /// | 60 | `u32 last_seen_una` |
+    #[must_use]
+    pub fn encode_v6(&self) -> [u8; INFO6_TCP_SOCKET_LEN] {
+        let mut out = [0u8; INFO6_TCP_SOCKET_LEN];
+        put(&mut out, 0, self.local_addr.0);
+        put(&mut out, 16, self.local_port.to_be_bytes());
+        put(&mut out, 18, self.peer_addr.0);
+        put(&mut out, 34, self.peer_port.to_be_bytes());
+        put(&mut out, 36, self.hdr_rem.to_ne_bytes());
+        put(&mut out, 44, self.data_rem.to_ne_bytes());
+        put(&mut out, 52, self.last_sent_nxt.to_ne_bytes());
+        put(&mut out, 56, self.last_expected_una.to_ne_bytes());
+        put(&mut out, 60, self.last_seen_una.to_ne_bytes());
+        out
+    }
+
+    /// Reads the first [`INFO_TCP_SOCKET_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v4`]; `None` if `b` is shorter. The addresses come
+    /// back v4-mapped.
+    #[must_use]
+    pub fn decode_v4(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO_TCP_SOCKET_LEN)?;
+        Some(TcpSockInfo {
+            local_addr: addr4(b, 0)?,
+            local_port: be_u16(b, 4)?,
+            peer_addr: addr4(b, 6)?,
+            peer_port: be_u16(b, 10)?,
+            hdr_rem: ne_u64(b, 12)?,
+            data_rem: ne_u64(b, 20)?,
+            last_sent_nxt: ne_u32(b, 28)?,
+            last_expected_una: ne_u32(b, 32)?,
+            last_seen_una: ne_u32(b, 36)?,
+            tos: *b.get(40)?,
+        })
+    }
+
+    /// Reads the first [`INFO6_TCP_SOCKET_LEN`] bytes of `b` as laid out by
+    /// [`Self::encode_v6`]; `None` if `b` is shorter. [`Self::tos`] is 0.
+    #[must_use]
+    pub fn decode_v6(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO6_TCP_SOCKET_LEN)?;
+        Some(TcpSockInfo {
+            local_addr: addr6(b, 0)?,
+            local_port: be_u16(b, 16)?,
+            peer_addr: addr6(b, 18)?,
+            peer_port: be_u16(b, 34)?,
+            hdr_rem: ne_u64(b, 36)?,
+            data_rem: ne_u64(b, 44)?,
+            last_sent_nxt: ne_u32(b, 52)?,
+            last_expected_una: ne_u32(b, 56)?,
+            last_seen_una: ne_u32(b, 60)?,
+            tos: 0,
+        })
+    }
+}
+
+/// One RDMA (IB or iWARP) connection, as `rds_ib_conn_info_visitor` /
+/// `rds6_ib_conn_info_visitor` (`net/rds/ib.c`) report it for
+/// `RDS_INFO_IB_CONNECTIONS` / `RDS6_INFO_IB_CONNECTIONS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RdmaConnInfo {
+    /// Source address.
+    pub src_addr: Addr,
+    /// Destination address.
+    pub dst_addr: Addr,
+    /// Source GID.
+    pub src_gid: [u8; RDS_IB_GID_LEN],
+    /// Destination GID.
+    pub dst_gid: [u8; RDS_IB_GID_LEN],
+    /// `max_send_wr`.
+    pub max_send_wr: u32,
+    /// `max_recv_wr`.
+    pub max_recv_wr: u32,
+    /// `max_send_sge`.
+    pub max_send_sge: u32,
+    /// `rdma_mr_max`.
+    pub rdma_mr_max: u32,
+    /// `rdma_mr_size`.
+    pub rdma_mr_size: u32,
+    /// Type of service.
+    pub tos: u8,
+    /// Service level.
+    pub sl: u8,
+    /// `cache_allocs`.
+    pub cache_allocs: u32,
+}
+
+impl RdmaConnInfo {
+    /// Writes the fields from `src_gid` on, laid out alike in both records
+    /// after the two addresses, to `out`, the rest of the record.
+    fn put_tail(&self, out: &mut [u8]) {
+        put(out, 0, self.src_gid);
+        put(out, 16, self.dst_gid);
+        put(out, 32, self.max_send_wr.to_ne_bytes());
+        put(out, 36, self.max_recv_wr.to_ne_bytes());
+        put(out, 40, self.max_send_sge.to_ne_bytes());
+        put(out, 44, self.rdma_mr_max.to_ne_bytes());
+        put(out, 48, self.rdma_mr_size.to_ne_bytes());
+        put(out, 52, [self.tos, self.sl]);
+        put(out, 56, self.cache_allocs.to_ne_bytes());
+    }
+
+    /// Reads the fields [`Self::put_tail`] writes, with the addresses
+    /// already read.
+    fn get_tail(src_addr: Addr, dst_addr: Addr, b: &[u8]) -> Option<Self> {
+        Some(RdmaConnInfo {
+            src_addr,
+            dst_addr,
+            src_gid: take(b, 0)?,
+            dst_gid: take(b, 16)?,
+            max_send_wr: ne_u32(b, 32)?,
+            max_recv_wr: ne_u32(b, 36)?,
+            max_send_sge: ne_u32(b, 40)?,
+            rdma_mr_max: ne_u32(b, 44)?,
+            rdma_mr_size: ne_u32(b, 48)?,
+            tos: *b.get(52)?,
+            sl: *b.get(53)?,
+            cache_allocs: ne_u32(b, 56)?,
+        })
+    }
+
+    /// `struct rds_info_rdma_connection` (68 bytes; not packed, so two
+    /// bytes of padding, written as zero, follow `sl`):
+    ///
+    /// | offset | field |
+    /// |---|---|
+    /// | 0  | `__be32 src_addr` (last 4 bytes of [`Self::src_addr`]) |
+    /// | 4  | `__be32 dst_addr` |
+    /// | 8  | `u8 src_gid[16]` |
+    /// | 24 | `u8 dst_gid[16]` |
+    /// | 40 | `u32 max_send_wr` |
+    /// | 44 | `u32 max_recv_wr` |
+    /// | 48 | `u32 max_send_sge` |
+    /// | 52 | `u32 rdma_mr_max` |
+    /// | 56 | `u32 rdma_mr_size` |
+    /// | 60 | `u8 tos` |
+    /// | 61 | `u8 sl` |
+    /// | 64 | `u32 cache_allocs` |
+    #[must_use]
+    pub fn encode_v4(&self) -> [u8; INFO_RDMA_CONNECTION_LEN] {
+        let mut out = [0u8; INFO_RDMA_CONNECTION_LEN];
+        put(&mut out, 0, v4_tail(&self.src_addr));
+        put(&mut out, 4, v4_tail(&self.dst_addr));
+        if let Some(tail) = out.get_mut(8..) {
+            self.put_tail(tail);
+        }
+        out
+    }
+
+    /// `struct rds6_info_rdma_connection` (92 bytes): the two
+    /// `struct in6_addr` at 0 and 16, then the fields of
+    /// [`Self::encode_v4`] from `src_gid` on, 24 bytes later (`src_gid` at
+    /// 32, `tos` at 84, `sl` at 85, `cache_allocs` at 88).
+    #[must_use]
+    pub fn encode_v6(&self) -> [u8; INFO6_RDMA_CONNECTION_LEN] {
+        let mut out = [0u8; INFO6_RDMA_CONNECTION_LEN];
+        put(&mut out, 0, self.src_addr.0);
+        put(&mut out, 16, self.dst_addr.0);
+        if let Some(tail) = out.get_mut(32..) {
+            self.put_tail(tail);
+        }
+        out
+    }
+
+    /// Reads the first [`INFO_RDMA_CONNECTION_LEN`] bytes of `b` as laid
+    /// out by [`Self::encode_v4`] (the padding is not looked at); `None`
+    /// if `b` is shorter. The addresses come back v4-mapped.
+    #[must_use]
+    pub fn decode_v4(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO_RDMA_CONNECTION_LEN)?;
+        Self::get_tail(addr4(b, 0)?, addr4(b, 4)?, b.get(8..)?)
+    }
+
+    /// Reads the first [`INFO6_RDMA_CONNECTION_LEN`] bytes of `b` as laid
+    /// out by [`Self::encode_v6`]; `None` if `b` is shorter.
+    #[must_use]
+    pub fn decode_v6(b: &[u8]) -> Option<Self> {
+        let b = b.get(..INFO6_RDMA_CONNECTION_LEN)?;
+        Self::get_tail(addr6(b, 0)?, addr6(b, 16)?, b.get(32..)?)
     }
 }
 

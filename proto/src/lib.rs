@@ -17,8 +17,9 @@
 //!
 //! Beyond the wire format: [`cmsgs`], [`rdma_bytes`] and [`scan_send_cmsgs`]
 //! walk and check `sendmsg` control messages; [`ConnInfo`], [`MsgInfo`],
-//! [`SockInfo`], [`encode_counter`] and [`info_outcome`] are the
-//! `RDS_INFO_*` getsockopt records and rules; [`RecvAccount`] and
+//! [`SockInfo`], [`TcpSockInfo`], [`RdmaConnInfo`], [`encode_counter`] /
+//! [`decode_counter`] and [`info_outcome`] are the `RDS_INFO_*` getsockopt
+//! records (encoded and decoded) and rules; [`RecvAccount`] and
 //! [`uncongested_mask`] are receive-buffer congestion and congestion maps;
 //! [`RxSeq`], [`TxSeq`], [`AckPacer`] and [`sndbuf_admits`] are sequence
 //! numbers, ACK pacing and send-buffer admission.

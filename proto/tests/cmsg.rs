@@ -4,10 +4,11 @@
 use proptest::prelude::*;
 use rds_proto::{
     cmsg_align, cmsg_len, cmsg_space, cmsgs, encode_cmsg, rdma_bytes, scan_send_cmsgs, Cmsg,
-    CmsgError, SendCmsgs, CMSG_HDR_LEN, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD,
-    RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD,
-    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP, RDS_CMSG_RDMA_STATUS,
-    RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION, RDS_CMSG_ZCOPY_COOKIE, SOL_RDS, SOL_SOCKET,
+    CmsgError, CmsgHdr, SendCmsgs, CMSG_HDR_LEN, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
+    RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
+    RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
+    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION,
+    RDS_CMSG_ZCOPY_COOKIE, SOL_RDS, SOL_SOCKET,
 };
 
 use CmsgError::Inval;
@@ -421,6 +422,50 @@ fn encode_needs_room_for_the_padding() {
     assert_eq!(&out[24..], &[0xaa; 6]);
     assert_eq!(encode_cmsg(1, 2, &[], &mut [0u8; 15]), None);
     assert_eq!(encode_cmsg(1, 2, &[], &mut [0u8; 16]), Some(16));
+}
+
+// --- CmsgHdr -------------------------------------------------------------------
+
+#[test]
+fn header_layout() {
+    let h = CmsgHdr {
+        len: 20,
+        level: SOL_RDS,
+        kind: 12,
+    };
+    assert_eq!(h.encode().to_vec(), raw(20, SOL_RDS, 12, &[]));
+    assert_eq!(CmsgHdr::decode(&raw(20, SOL_RDS, 12, &[9; 4])), Some(h));
+    assert_eq!(CmsgHdr::decode(&[0; CMSG_HDR_LEN - 1]), None);
+    // Any length is read as written, valid or not.
+    let bad = raw(u64::MAX, -1, i32::MIN, &[]);
+    assert_eq!(
+        CmsgHdr::decode(&bad),
+        Some(CmsgHdr {
+            len: u64::MAX,
+            level: -1,
+            kind: i32::MIN
+        })
+    );
+    // encode_cmsg writes the header CMSG_LEN(data.len()) claims.
+    let m = msg(SOL_SOCKET, 3, &[1, 2, 3]);
+    assert_eq!(
+        CmsgHdr::decode(&m),
+        Some(CmsgHdr {
+            len: cmsg_len(3) as u64,
+            level: SOL_SOCKET,
+            kind: 3
+        })
+    );
+}
+
+proptest! {
+    #[test]
+    fn header_round_trip(len in any::<u64>(), level in any::<i32>(), kind in any::<i32>(),
+                         raw in any::<[u8; CMSG_HDR_LEN]>()) {
+        let h = CmsgHdr { len, level, kind };
+        prop_assert_eq!(CmsgHdr::decode(&h.encode()), Some(h));
+        prop_assert_eq!(CmsgHdr::decode(&raw).unwrap().encode(), raw);
+    }
 }
 
 // --- properties -----------------------------------------------------------------

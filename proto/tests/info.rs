@@ -17,20 +17,33 @@
 //!   bound_port 12, connected_port 14, rcvbuf 16, inum 20.
 //! - `rds6_info_socket` (52): sndbuf 0, bound_addr 4, connected_addr 20,
 //!   bound_port 36, connected_port 38, rcvbuf 40, inum 44.
+//! - `rds_info_tcp_socket` (41): local_addr 0, local_port 4, peer_addr 6,
+//!   peer_port 10, hdr_rem 12, data_rem 20, last_sent_nxt 28,
+//!   last_expected_una 32, last_seen_una 36, tos 40.
+//! - `rds6_info_tcp_socket` (64): local_addr 0, local_port 16, peer_addr 18,
+//!   peer_port 34, hdr_rem 36, data_rem 44, last_sent_nxt 52,
+//!   last_expected_una 56, last_seen_una 60 (no tos).
+//! - `rds_info_rdma_connection` (68, not packed): src_addr 0, dst_addr 4,
+//!   src_gid 8, dst_gid 24, max_send_wr 40, max_recv_wr 44, max_send_sge 48,
+//!   rdma_mr_max 52, rdma_mr_size 56, tos 60, sl 61, cache_allocs 64.
+//! - `rds6_info_rdma_connection` (92): src_addr 0, dst_addr 16, src_gid 32,
+//!   dst_gid 48, max_send_wr 64, ..., tos 84, sl 85, cache_allocs 88.
 
 use proptest::prelude::*;
 use rds_proto::{
-    check_info_request, encode_counter, info_outcome, is_info_option, Addr, ConnInfo, InfoError,
-    InfoOutcome, MsgInfo, SockInfo, Stat, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN,
-    INFO6_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN, INFO_MAX_LEN,
-    INFO_MESSAGE_LEN, INFO_SOCKET_LEN, RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS,
-    RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES,
-    RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS, RDS_INFO_CONNECTIONS,
-    RDS_INFO_CONNECTION_FLAG_CONNECTED, RDS_INFO_CONNECTION_FLAG_CONNECTING,
-    RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_CONNECTION_STATS, RDS_INFO_COUNTERS, RDS_INFO_FIRST,
-    RDS_INFO_IB_CONNECTIONS, RDS_INFO_IWARP_CONNECTIONS, RDS_INFO_LAST, RDS_INFO_RECV_MESSAGES,
-    RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
-    STAT_COUNT, STAT_NAMES, TRANSNAMSIZ,
+    check_info_request, decode_counter, encode_counter, info_outcome, is_info_option, Addr,
+    ConnInfo, InfoError, InfoOutcome, MsgInfo, RdmaConnInfo, SockInfo, Stat, TcpSockInfo,
+    INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN, INFO6_SOCKET_LEN,
+    INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN,
+    INFO_MAX_LEN, INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
+    RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS, RDS6_INFO_RECV_MESSAGES,
+    RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES, RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS,
+    RDS_IB_GID_LEN, RDS_INFO_CONNECTIONS, RDS_INFO_CONNECTION_FLAG_CONNECTED,
+    RDS_INFO_CONNECTION_FLAG_CONNECTING, RDS_INFO_CONNECTION_FLAG_SENDING,
+    RDS_INFO_CONNECTION_STATS, RDS_INFO_COUNTERS, RDS_INFO_FIRST, RDS_INFO_IB_CONNECTIONS,
+    RDS_INFO_IWARP_CONNECTIONS, RDS_INFO_LAST, RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES,
+    RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS, STAT_COUNT, STAT_NAMES,
+    TRANSNAMSIZ,
 };
 
 // --- helpers ---------------------------------------------------------------
@@ -91,6 +104,18 @@ fn record_sizes() {
     assert_eq!(INFO6_MESSAGE_LEN, 8 + 4 + 16 + 16 + 2 + 2 + 1 + 1);
     assert_eq!(INFO_SOCKET_LEN, 4 + 4 + 4 + 2 + 2 + 4 + 8);
     assert_eq!(INFO6_SOCKET_LEN, 4 + 16 + 16 + 2 + 2 + 4 + 8);
+    assert_eq!(INFO_TCP_SOCKET_LEN, 4 + 2 + 4 + 2 + 8 + 8 + 4 + 4 + 4 + 1);
+    assert_eq!(INFO6_TCP_SOCKET_LEN, 16 + 2 + 16 + 2 + 8 + 8 + 4 + 4 + 4);
+    // Not packed: 2 bytes of padding align cache_allocs.
+    assert_eq!(RDS_IB_GID_LEN, 16);
+    assert_eq!(
+        INFO_RDMA_CONNECTION_LEN,
+        4 + 4 + 16 + 16 + 5 * 4 + 1 + 1 + 2 + 4
+    );
+    assert_eq!(
+        INFO6_RDMA_CONNECTION_LEN,
+        16 + 16 + 16 + 16 + 5 * 4 + 1 + 1 + 2 + 4
+    );
     assert_eq!(
         [
             INFO_COUNTER_LEN,
@@ -356,6 +381,201 @@ fn socket_offsets() {
     assert_eq!(u64_at(&r, 44), s.inum);
 }
 
+// --- decoding ------------------------------------------------------------------
+
+#[test]
+fn counter_decode() {
+    let mut b = encode_counter("conn_reset", 7).to_vec();
+    assert_eq!(decode_counter(&b), Some(("conn_reset", 7)));
+    // Bytes past the record are not looked at; a short record is refused.
+    b.push(0xff);
+    assert_eq!(decode_counter(&b), Some(("conn_reset", 7)));
+    assert_eq!(decode_counter(&b[..INFO_COUNTER_LEN - 1]), None);
+    assert_eq!(decode_counter(&[]), None);
+    // A name filling all 32 bytes has no NUL: all of it is the name.
+    let mut full = [b'x'; INFO_COUNTER_LEN];
+    full[32..].copy_from_slice(&1u64.to_ne_bytes());
+    let name = "x".repeat(32);
+    assert_eq!(decode_counter(&full), Some((name.as_str(), 1)));
+    // Bytes after the first NUL are ignored; invalid UTF-8 cuts the name.
+    let mut odd = [0u8; INFO_COUNTER_LEN];
+    odd[..6].copy_from_slice(b"ab\0cd\xff");
+    assert_eq!(decode_counter(&odd), Some(("ab", 0)));
+    odd[..4].copy_from_slice(b"ab\xffc");
+    assert_eq!(decode_counter(&odd), Some(("ab", 0)));
+}
+
+#[test]
+fn connection_decode() {
+    let c = ConnInfo {
+        next_tx_seq: 4,
+        next_rx_seq: 3,
+        laddr: v4([127, 0, 0, 1]),
+        faddr: v4([127, 0, 0, 2]),
+        transport: "loopback",
+        flags: RDS_INFO_CONNECTION_FLAG_CONNECTED,
+        tos: 5,
+    };
+    let r = c.encode_v4();
+    assert_eq!(ConnInfo::decode_v4(&r), Some(c));
+    assert_eq!(ConnInfo::decode_v4(&r[..INFO_CONNECTION_LEN - 1]), None);
+    // The IPv4 record holds the last four bytes: they come back v4-mapped.
+    let odd = ConnInfo {
+        laddr: v6("fe80::1:2:304"),
+        ..c
+    };
+    let r = odd.encode_v4();
+    let d = ConnInfo::decode_v4(&r).unwrap();
+    assert_eq!(d.laddr, v4([0, 2, 3, 4]));
+    // The IPv6 record has no tos.
+    let r = c.encode_v6();
+    assert_eq!(ConnInfo::decode_v6(&r), Some(ConnInfo { tos: 0, ..c }));
+    assert_eq!(ConnInfo::decode_v6(&r[..INFO6_CONNECTION_LEN - 1]), None);
+    // A transport name of 16 bytes has no NUL; a longer one was cut.
+    let long = ConnInfo {
+        transport: "0123456789abcdefXYZ",
+        ..c
+    };
+    let r = long.encode_v4();
+    assert_eq!(
+        ConnInfo::decode_v4(&r).unwrap().transport,
+        "0123456789abcdef"
+    );
+    assert_eq!(ConnInfo::decode_v4(&r).unwrap().flags, c.flags);
+}
+
+#[test]
+fn message_and_socket_decode() {
+    let m = MsgInfo {
+        seq: 9,
+        len: 100,
+        laddr: v4([1, 2, 3, 4]),
+        faddr: v4([5, 6, 7, 8]),
+        lport: 4000,
+        fport: 4001,
+        flags: 0,
+        tos: 2,
+    };
+    assert_eq!(MsgInfo::decode_v4(&m.encode_v4()), Some(m));
+    assert_eq!(MsgInfo::decode_v6(&m.encode_v6()), Some(m));
+    assert_eq!(MsgInfo::decode_v4(&m.encode_v4()[..25]), None);
+    assert_eq!(MsgInfo::decode_v6(&m.encode_v6()[..49]), None);
+    let s = SockInfo {
+        sndbuf: 1000,
+        rcvbuf: 2000,
+        bound_addr: v4([127, 0, 0, 1]),
+        connected_addr: Addr::from_v4([0; 4]),
+        bound_port: 4001,
+        connected_port: 0,
+        inum: 99,
+    };
+    assert_eq!(SockInfo::decode_v4(&s.encode_v4()), Some(s));
+    assert_eq!(SockInfo::decode_v6(&s.encode_v6()), Some(s));
+    assert_eq!(SockInfo::decode_v4(&s.encode_v4()[..27]), None);
+    assert_eq!(SockInfo::decode_v6(&s.encode_v6()[..51]), None);
+    // Ports are network order.
+    let mut b = [0u8; INFO_SOCKET_LEN];
+    b[12..14].copy_from_slice(&[0x0f, 0xa1]);
+    assert_eq!(SockInfo::decode_v4(&b).unwrap().bound_port, 4001);
+}
+
+#[test]
+fn tcp_socket_offsets() {
+    let t = TcpSockInfo {
+        local_addr: v4([10, 0, 0, 1]),
+        local_port: 0x1234,
+        peer_addr: v4([10, 0, 0, 2]),
+        peer_port: 0xabcd,
+        hdr_rem: 0x0102_0304_0506_0708,
+        data_rem: 0x1112_1314_1516_1718,
+        last_sent_nxt: 0x2122_2324,
+        last_expected_una: 0x3132_3334,
+        last_seen_una: 0x4142_4344,
+        tos: 6,
+    };
+    let r = t.encode_v4();
+    assert_eq!(r.len(), 41);
+    assert_eq!(&r[0..4], &[10, 0, 0, 1]);
+    assert_eq!(be16_at(&r, 4), 0x1234);
+    assert_eq!(&r[6..10], &[10, 0, 0, 2]);
+    assert_eq!(be16_at(&r, 10), 0xabcd);
+    assert_eq!(u64_at(&r, 12), t.hdr_rem);
+    assert_eq!(u64_at(&r, 20), t.data_rem);
+    assert_eq!(u32_at(&r, 28), t.last_sent_nxt);
+    assert_eq!(u32_at(&r, 32), t.last_expected_una);
+    assert_eq!(u32_at(&r, 36), t.last_seen_una);
+    assert_eq!(r[40], 6);
+    assert_eq!(TcpSockInfo::decode_v4(&r), Some(t));
+    assert_eq!(TcpSockInfo::decode_v4(&r[..40]), None);
+
+    let r = t.encode_v6();
+    assert_eq!(r.len(), 64);
+    assert_eq!(&r[0..16], &t.local_addr.0);
+    assert_eq!(be16_at(&r, 16), 0x1234);
+    assert_eq!(&r[18..34], &t.peer_addr.0);
+    assert_eq!(be16_at(&r, 34), 0xabcd);
+    assert_eq!(u64_at(&r, 36), t.hdr_rem);
+    assert_eq!(u64_at(&r, 44), t.data_rem);
+    assert_eq!(u32_at(&r, 52), t.last_sent_nxt);
+    assert_eq!(u32_at(&r, 56), t.last_expected_una);
+    assert_eq!(u32_at(&r, 60), t.last_seen_una);
+    assert_eq!(
+        TcpSockInfo::decode_v6(&r),
+        Some(TcpSockInfo { tos: 0, ..t })
+    );
+    assert_eq!(TcpSockInfo::decode_v6(&r[..63]), None);
+}
+
+#[test]
+fn rdma_connection_offsets() {
+    let c = RdmaConnInfo {
+        src_addr: v4([192, 0, 2, 1]),
+        dst_addr: v4([192, 0, 2, 2]),
+        src_gid: [0x11; 16],
+        dst_gid: [0x22; 16],
+        max_send_wr: 1,
+        max_recv_wr: 2,
+        max_send_sge: 3,
+        rdma_mr_max: 4,
+        rdma_mr_size: 5,
+        tos: 3,
+        sl: 1,
+        cache_allocs: 42,
+    };
+    let r = c.encode_v4();
+    assert_eq!(r.len(), 68);
+    assert_eq!(&r[0..4], &[192, 0, 2, 1]);
+    assert_eq!(&r[4..8], &[192, 0, 2, 2]);
+    assert_eq!(&r[8..24], &[0x11; 16]);
+    assert_eq!(&r[24..40], &[0x22; 16]);
+    for (i, v) in (1u32..=5).enumerate() {
+        assert_eq!(u32_at(&r, 40 + 4 * i), v);
+    }
+    assert_eq!((r[60], r[61]), (3, 1));
+    assert_eq!(&r[62..64], &[0, 0]);
+    assert_eq!(u32_at(&r, 64), 42);
+    assert_eq!(RdmaConnInfo::decode_v4(&r), Some(c));
+    assert_eq!(RdmaConnInfo::decode_v4(&r[..67]), None);
+    // The padding is not looked at.
+    let mut p = r;
+    p[62] = 0xff;
+    assert_eq!(RdmaConnInfo::decode_v4(&p), Some(c));
+
+    let r = c.encode_v6();
+    assert_eq!(r.len(), 92);
+    assert_eq!(&r[0..16], &c.src_addr.0);
+    assert_eq!(&r[16..32], &c.dst_addr.0);
+    assert_eq!(&r[32..48], &[0x11; 16]);
+    assert_eq!(&r[48..64], &[0x22; 16]);
+    for (i, v) in (1u32..=5).enumerate() {
+        assert_eq!(u32_at(&r, 64 + 4 * i), v);
+    }
+    assert_eq!((r[84], r[85]), (3, 1));
+    assert_eq!(u32_at(&r, 88), 42);
+    assert_eq!(RdmaConnInfo::decode_v6(&r), Some(c));
+    assert_eq!(RdmaConnInfo::decode_v6(&r[..91]), None);
+}
+
 // --- rds_info_getsockopt -------------------------------------------------------
 
 #[test]
@@ -538,5 +758,125 @@ proptest! {
             InfoOutcome::Fits { each, total }
         };
         prop_assert_eq!(info_outcome(len, each, nr), want);
+    }
+
+    #[test]
+    fn counter_round_trip(name in "[\\x01-\\x7f]{0,31}|[^\\x00]{0,7}", value in any::<u64>()) {
+        // At most 31 bytes, no NUL: the name fits with its terminator.
+        let r = encode_counter(&name, value);
+        prop_assert_eq!(decode_counter(&r), Some((name.as_str(), value)));
+    }
+
+    #[test]
+    fn connection_round_trip(
+        tx in any::<u64>(), rx in any::<u64>(), l in any_addr(), f in any_addr(),
+        l4 in any::<[u8; 4]>(), f4 in any::<[u8; 4]>(),
+        t in "[ -~]{0,16}", flags in any::<u8>(), tos in any::<u8>(),
+    ) {
+        let c = ConnInfo {
+            next_tx_seq: tx, next_rx_seq: rx, laddr: l, faddr: f, transport: &t, flags, tos: 0,
+        };
+        let r = c.encode_v6();
+        prop_assert_eq!(ConnInfo::decode_v6(&r), Some(c));
+        let c = ConnInfo { laddr: v4(l4), faddr: v4(f4), tos, ..c };
+        let r = c.encode_v4();
+        prop_assert_eq!(ConnInfo::decode_v4(&r), Some(c));
+    }
+
+    #[test]
+    fn message_round_trip(
+        seq in any::<u64>(), len in any::<u32>(), l in any_addr(), f in any_addr(),
+        l4 in any::<[u8; 4]>(), f4 in any::<[u8; 4]>(),
+        lport in any::<u16>(), fport in any::<u16>(), flags in any::<u8>(), tos in any::<u8>(),
+    ) {
+        let m = MsgInfo { seq, len, laddr: l, faddr: f, lport, fport, flags, tos };
+        prop_assert_eq!(MsgInfo::decode_v6(&m.encode_v6()), Some(m));
+        let m = MsgInfo { laddr: v4(l4), faddr: v4(f4), ..m };
+        prop_assert_eq!(MsgInfo::decode_v4(&m.encode_v4()), Some(m));
+    }
+
+    #[test]
+    fn socket_round_trip(
+        sndbuf in any::<u32>(), rcvbuf in any::<u32>(), b in any_addr(), c in any_addr(),
+        b4 in any::<[u8; 4]>(), c4 in any::<[u8; 4]>(),
+        bport in any::<u16>(), cport in any::<u16>(), inum in any::<u64>(),
+    ) {
+        let s = SockInfo {
+            sndbuf, rcvbuf, bound_addr: b, connected_addr: c,
+            bound_port: bport, connected_port: cport, inum,
+        };
+        prop_assert_eq!(SockInfo::decode_v6(&s.encode_v6()), Some(s));
+        let s = SockInfo { bound_addr: v4(b4), connected_addr: v4(c4), ..s };
+        prop_assert_eq!(SockInfo::decode_v4(&s.encode_v4()), Some(s));
+    }
+
+    #[test]
+    fn tcp_socket_round_trip(
+        l in any_addr(), p in any_addr(), l4 in any::<[u8; 4]>(), p4 in any::<[u8; 4]>(),
+        lport in any::<u16>(), pport in any::<u16>(), hdr_rem in any::<u64>(),
+        data_rem in any::<u64>(), una in any::<[u32; 3]>(), tos in any::<u8>(),
+    ) {
+        let t = TcpSockInfo {
+            local_addr: l, local_port: lport, peer_addr: p, peer_port: pport, hdr_rem, data_rem,
+            last_sent_nxt: una[0], last_expected_una: una[1], last_seen_una: una[2], tos: 0,
+        };
+        prop_assert_eq!(TcpSockInfo::decode_v6(&t.encode_v6()), Some(t));
+        let t = TcpSockInfo { local_addr: v4(l4), peer_addr: v4(p4), tos, ..t };
+        prop_assert_eq!(TcpSockInfo::decode_v4(&t.encode_v4()), Some(t));
+    }
+
+    #[test]
+    fn rdma_connection_round_trip(
+        s in any_addr(), d in any_addr(), s4 in any::<[u8; 4]>(), d4 in any::<[u8; 4]>(),
+        sgid in any::<[u8; 16]>(), dgid in any::<[u8; 16]>(), w in any::<[u32; 5]>(),
+        tos in any::<u8>(), sl in any::<u8>(), cache_allocs in any::<u32>(),
+    ) {
+        let c = RdmaConnInfo {
+            src_addr: s, dst_addr: d, src_gid: sgid, dst_gid: dgid,
+            max_send_wr: w[0], max_recv_wr: w[1], max_send_sge: w[2],
+            rdma_mr_max: w[3], rdma_mr_size: w[4], tos, sl, cache_allocs,
+        };
+        prop_assert_eq!(RdmaConnInfo::decode_v6(&c.encode_v6()), Some(c));
+        let c = RdmaConnInfo { src_addr: v4(s4), dst_addr: v4(d4), ..c };
+        prop_assert_eq!(RdmaConnInfo::decode_v4(&c.encode_v4()), Some(c));
+    }
+
+    #[test]
+    fn decoders_never_panic(b in proptest::collection::vec(any::<u8>(), 0..100)) {
+        // Any bytes: a record when long enough, else None.
+        prop_assert_eq!(decode_counter(&b).is_some(), b.len() >= INFO_COUNTER_LEN);
+        prop_assert_eq!(ConnInfo::decode_v4(&b).is_some(), b.len() >= INFO_CONNECTION_LEN);
+        prop_assert_eq!(ConnInfo::decode_v6(&b).is_some(), b.len() >= INFO6_CONNECTION_LEN);
+        prop_assert_eq!(MsgInfo::decode_v4(&b).is_some(), b.len() >= INFO_MESSAGE_LEN);
+        prop_assert_eq!(MsgInfo::decode_v6(&b).is_some(), b.len() >= INFO6_MESSAGE_LEN);
+        prop_assert_eq!(SockInfo::decode_v4(&b).is_some(), b.len() >= INFO_SOCKET_LEN);
+        prop_assert_eq!(SockInfo::decode_v6(&b).is_some(), b.len() >= INFO6_SOCKET_LEN);
+        prop_assert_eq!(TcpSockInfo::decode_v4(&b).is_some(), b.len() >= INFO_TCP_SOCKET_LEN);
+        prop_assert_eq!(TcpSockInfo::decode_v6(&b).is_some(), b.len() >= INFO6_TCP_SOCKET_LEN);
+        prop_assert_eq!(
+            RdmaConnInfo::decode_v4(&b).is_some(),
+            b.len() >= INFO_RDMA_CONNECTION_LEN
+        );
+        prop_assert_eq!(
+            RdmaConnInfo::decode_v6(&b).is_some(),
+            b.len() >= INFO6_RDMA_CONNECTION_LEN
+        );
+    }
+
+    #[test]
+    fn decoded_records_encode_back(b in any::<[u8; INFO6_RDMA_CONNECTION_LEN]>()) {
+        // Every field of these records is decoded, so re-encoding gives the bytes back.
+        let m = MsgInfo::decode_v4(&b).unwrap();
+        prop_assert_eq!(&m.encode_v4()[..], &b[..INFO_MESSAGE_LEN]);
+        let m = MsgInfo::decode_v6(&b).unwrap();
+        prop_assert_eq!(&m.encode_v6()[..], &b[..INFO6_MESSAGE_LEN]);
+        let s = SockInfo::decode_v4(&b).unwrap();
+        prop_assert_eq!(&s.encode_v4()[..], &b[..INFO_SOCKET_LEN]);
+        let s = SockInfo::decode_v6(&b).unwrap();
+        prop_assert_eq!(&s.encode_v6()[..], &b[..INFO6_SOCKET_LEN]);
+        let t = TcpSockInfo::decode_v4(&b).unwrap();
+        prop_assert_eq!(&t.encode_v4()[..], &b[..INFO_TCP_SOCKET_LEN]);
+        let t = TcpSockInfo::decode_v6(&b).unwrap();
+        prop_assert_eq!(&t.encode_v6()[..], &b[..INFO6_TCP_SOCKET_LEN]);
     }
 }

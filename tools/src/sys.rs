@@ -8,12 +8,7 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// `SOL_RDS`.
-pub const SOL_RDS: i32 = 276;
-/// `SIOCRDSSETTOS` (`SIOCPROTOPRIVATE`).
-pub const SIOCRDSSETTOS: libc::c_ulong = 0x89e0;
-/// Largest RDS payload (`RDS_MAX_MSG_SIZE`).
-pub const RDS_MAX_MSG_SIZE: usize = 1 << 20;
+pub use librds::{RDS_MAX_MSG_SIZE, SIOCRDSSETTOS, SOL_RDS};
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {

@@ -7,9 +7,12 @@
 //! ```
 //! Without a table option every table is shown.
 
+use librds::info::{
+    self, decode_table, ConnectionInfo, Counter, InfoRecord, MessageInfo, RdmaConnectionInfo,
+    SocketInfo, TcpSocketInfo, CONN_FLAG_CONNECTED, CONN_FLAG_CONNECTING, CONN_FLAG_SENDING,
+};
 use librds::RdsSocket;
 use rds_tools::getopt::{self, Arg};
-use rds_tools::info;
 use rds_tools::sys;
 use std::os::fd::AsRawFd;
 use std::process::ExitCode;
@@ -128,14 +131,46 @@ fn fetch(fd: i32, opt: i32, name: &str) -> Result<Option<(usize, Vec<u8>)>, Stri
     }
 }
 
+/// Fetches and decodes a table of `T` records (the IPv6 layout when `v6`); `None` (after a
+/// note) if this kernel does not provide it.
+fn table<T: InfoRecord>(fd: i32, opt: i32, name: &str, v6: bool) -> Result<Option<Vec<T>>, String> {
+    let Some((each, d)) = fetch(fd, opt, name)? else {
+        return Ok(None);
+    };
+    decode_table(each, &d, v6)
+        .map(Some)
+        .map_err(|e| format!("{name}: {e}"))
+}
+
+/// The flags of a connection as the classic rds-info shows them: `s` sending, `c` connecting,
+/// `C` connected, `-` for each flag not set.
+fn conn_flags(f: u8) -> String {
+    [
+        (CONN_FLAG_SENDING, 's'),
+        (CONN_FLAG_CONNECTING, 'c'),
+        (CONN_FLAG_CONNECTED, 'C'),
+    ]
+    .iter()
+    .map(|&(bit, ch)| if f & bit != 0 { ch } else { '-' })
+    .collect()
+}
+
+/// A GID as colon-separated groups of four hex digits (IPv6 notation, uncompressed).
+fn gid(g: &[u8; 16]) -> String {
+    g.chunks(2)
+        .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
     let w = aw(v6);
     match t {
         Table::Counters => {
             println!("Counters:");
             println!("{:>32} {:>16}", "CounterName", "Value");
-            if let Some((each, d)) = fetch(fd, info::RDS_INFO_COUNTERS, "counters")? {
-                for c in info::counters(each, &d)? {
+            if let Some(cs) = table::<Counter>(fd, info::RDS_INFO_COUNTERS, "counters", false)? {
+                for c in cs {
                     println!("{:>32} {:>16}", c.name, c.value);
                 }
             }
@@ -159,16 +194,16 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
             } else {
                 info::RDS_INFO_IB_CONNECTIONS
             };
-            if let Some((each, d)) = fetch(fd, opt, "IB connections")? {
-                for c in info::rdma_connections(each, &d, v6)? {
+            if let Some(cs) = table::<RdmaConnectionInfo>(fd, opt, "IB connections", v6)? {
+                for c in cs {
                     println!(
                         "{:>w$} {:>w$} {:>3} {:>3} {:>39} {:>39} {:>6} {:>6} {:>6}",
                         c.src_addr,
                         c.dst_addr,
                         c.tos,
                         c.sl,
-                        info::gid(&c.src_gid),
-                        info::gid(&c.dst_gid),
+                        gid(&c.src_gid),
+                        gid(&c.dst_gid),
                         c.max_send_wr,
                         c.max_recv_wr,
                         c.max_send_sge
@@ -187,8 +222,8 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
             } else {
                 info::RDS_INFO_CONNECTIONS
             };
-            if let Some((each, d)) = fetch(fd, opt, "connections")? {
-                for c in info::connections(each, &d, v6)? {
+            if let Some(cs) = table::<ConnectionInfo>(fd, opt, "connections", v6)? {
+                for c in cs {
                     let tos = c.tos.map_or("-".to_string(), |t| t.to_string());
                     println!(
                         "{:>w$} {:>w$} {:>3} {:>16} {:>16} {:>3}  {}",
@@ -197,7 +232,7 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
                         tos,
                         c.next_tx_seq,
                         c.next_rx_seq,
-                        info::conn_flags(c.flags),
+                        conn_flags(c.flags),
                         c.transport
                     );
                 }
@@ -227,7 +262,9 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
                 "LocalAddr", "LPort", "RemoteAddr", "RPort", "Tos", "Seq", "Bytes"
             );
             if let Some((each, d)) = fetch(fd, if v6 { o6 } else { o4 }, title)? {
-                for m in info::messages(each, &d, v6)? {
+                let ms: Vec<MessageInfo> =
+                    decode_table(each, &d, v6).map_err(|e| format!("messages: {e}"))?;
+                for m in ms {
                     println!(
                         "{:>w$} {:>5} {:>w$} {:>5} {:>3} {:>16} {:>10}",
                         m.laddr, m.lport, m.faddr, m.fport, m.tos, m.seq, m.len
@@ -246,14 +283,14 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
             } else {
                 info::RDS_INFO_SOCKETS
             };
-            if let Some((each, d)) = fetch(fd, opt, "sockets")? {
-                for s in info::sockets(each, &d, v6)? {
+            if let Some(ss) = table::<SocketInfo>(fd, opt, "sockets", v6)? {
+                for s in ss {
                     println!(
                         "{:>w$} {:>5} {:>w$} {:>5} {:>10} {:>10} {:>8}",
-                        s.bound_addr,
-                        s.bound_port,
-                        s.connected_addr,
-                        s.connected_port,
+                        s.bound.ip(),
+                        s.bound.port(),
+                        s.connected.ip(),
+                        s.connected.port(),
                         s.sndbuf,
                         s.rcvbuf,
                         s.inum
@@ -280,14 +317,14 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
             } else {
                 info::RDS_INFO_TCP_SOCKETS
             };
-            if let Some((each, d)) = fetch(fd, opt, "tcp sockets")? {
-                for s in info::tcp_sockets(each, &d, v6)? {
+            if let Some(ss) = table::<TcpSocketInfo>(fd, opt, "tcp sockets", v6)? {
+                for s in ss {
                     println!(
                         "{:>w$} {:>5} {:>w$} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10}",
-                        s.local_addr,
-                        s.local_port,
-                        s.peer_addr,
-                        s.peer_port,
+                        s.local.ip(),
+                        s.local.port(),
+                        s.peer.ip(),
+                        s.peer.port(),
                         s.hdr_rem,
                         s.data_rem,
                         s.last_sent_nxt,
@@ -299,4 +336,28 @@ fn show(fd: i32, t: Table, v6: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_gids() {
+        assert_eq!(conn_flags(CONN_FLAG_CONNECTED), "--C");
+        assert_eq!(conn_flags(0xff), "scC");
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[15] = 1;
+        assert_eq!(gid(&g), "fe80:0000:0000:0000:0000:0000:0000:0001");
+    }
+
+    #[test]
+    fn addresses_pad_as_strings() {
+        let a: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(format!("{a:>10}"), " 127.0.0.1");
+        let a: std::net::IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(format!("{a:>18}"), "  ::ffff:127.0.0.1");
+    }
 }
