@@ -101,6 +101,9 @@ void rds_rs_sk_wake(struct sock *sk)
  */
 long rds_rs_sk_wait(struct sock *sk, long timeo, rds_rs_cond_fn cond, void *arg)
 {
+	/* An orphaned socket has no wait queue (sock_orphan): nothing to wait on. */
+	if (sock_flag(sk, SOCK_DEAD) || !rcu_access_pointer(sk->sk_wq))
+		return 0;
 	return wait_event_interruptible_timeout(*sk_sleep(sk), cond(arg), timeo);
 }
 
@@ -109,9 +112,15 @@ void rds_rs_sock_poll_wait(struct file *file, struct socket *sock, poll_table *w
 	sock_poll_wait(file, sock, wait);
 }
 
-void rds_rs_wq_init(struct wait_queue_head *wq)
+/*
+ * The module's wait queue for congestion changes (C: rds_poll_waitq): pollers register on it,
+ * so it lives as long as the module.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(rds_rs_poll_waitq);
+
+struct wait_queue_head *rds_rs_poll_waitq_get(void)
 {
-	init_waitqueue_head(wq);
+	return &rds_rs_poll_waitq;
 }
 
 void rds_rs_wq_wake(struct wait_queue_head *wq)
@@ -201,15 +210,15 @@ s64 rds_rs_real_time_ns(void)
 	return ktime_get_real_ns();
 }
 
-/*
- * Whether all of [addr, addr + len) is mapped writable user memory (faulting it in without
- * writing to it), as C RDS's info getsockopt finds out by pinning the pages.
- */
 u64 rds_rs_local_clock(void)
 {
 	return local_clock();
 }
 
+/*
+ * Whether all of [addr, addr + len) is mapped writable user memory (faulting it in without
+ * writing to it), as C RDS's info getsockopt finds out by pinning the pages.
+ */
 bool rds_rs_user_writable(void __user *addr, size_t len)
 {
 	return fault_in_safe_writeable(addr, len) == 0;

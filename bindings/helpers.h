@@ -50,7 +50,7 @@ long rds_rs_sk_wait(struct sock *sk, long timeo, rds_rs_cond_fn cond, void *arg)
 void rds_rs_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
 
 /* Free-standing wait queues. */
-void rds_rs_wq_init(struct wait_queue_head *wq);
+struct wait_queue_head *rds_rs_poll_waitq_get(void);
 void rds_rs_wq_wake(struct wait_queue_head *wq);
 long rds_rs_wq_wait(struct wait_queue_head *wq, long timeo, rds_rs_cond_fn cond, void *arg);
 void rds_rs_poll_wait(struct file *file, struct wait_queue_head *wq, poll_table *wait);

@@ -34,8 +34,10 @@ pub(crate) const SOCK_SEQPACKET: i32 = raw::sock_type_SOCK_SEQPACKET as i32;
 
 /// Identifies a network namespace (the address of its `struct net`).
 ///
-/// Only compared, never dereferenced. A socket holds a reference on its namespace for its
-/// whole life, so the identity of a live socket's namespace cannot be reused.
+/// Only compared, never dereferenced. A user socket holds a reference on its namespace for its
+/// whole life, so the identity of a live socket's namespace cannot be reused; a kernel socket
+/// (`kern`) holds none, and, as for every kernel socket, its creator must release it before
+/// its namespace exits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct NetId(usize);
 
@@ -58,6 +60,11 @@ impl NetId {
 
 /// The value of a `setsockopt(2)` call: user memory, or kernel memory for in-kernel callers
 /// (a `sockptr_t`), and its length.
+///
+/// # Invariants
+///
+/// `ptr` is the `optval` of the current `setsockopt` call: user memory (which the copy helpers
+/// check), or kernel memory valid for reads of `len` bytes for the duration of the call.
 pub(crate) struct OptVal {
     ptr: raw::sockptr_t,
     len: u32,
@@ -72,10 +79,14 @@ impl OptVal {
     /// Reads an `int` from the start of the value. As in C, the caller checks the length
     /// first; this fails only with `EFAULT` when the memory cannot be read.
     pub(crate) fn read_int(&self) -> Result<i32> {
+        if self.len() < size_of::<c_int>() {
+            return Err(EFAULT);
+        }
         let mut v: c_int = 0;
         // SAFETY: `v` is valid for writes of `size_of::<c_int>()` bytes, the most the helper
-        // copies; the helper itself checks the source (`copy_from_user` for user memory, and
-        // in-kernel callers pass valid kernel memory of `optlen` bytes).
+        // copies; the helper itself checks the source (`copy_from_user` for user memory), and
+        // for in-kernel memory the length check above keeps the read within the `optlen`
+        // bytes the caller vouched for (type invariant).
         to_result(unsafe {
             raw::rds_rs_copy_from_sockptr(ptr::addr_of_mut!(v).cast(), self.ptr, size_of::<c_int>())
         })?;
@@ -85,12 +96,27 @@ impl OptVal {
     /// Reads the first `dst.len()` bytes of the value; `EFAULT` when they cannot be read.
     /// The caller checks the length first.
     pub(crate) fn read_bytes(&self, dst: &mut [u8]) -> Result {
+        if dst.len() > self.len() {
+            return Err(EFAULT);
+        }
         // SAFETY: `dst` is valid for writes of its length, the most the helper copies; the
-        // helper checks the source as in `read_int`.
+        // helper checks the source as in `read_int`, and the check above keeps the read
+        // within `optlen` bytes.
         to_result(unsafe {
             raw::rds_rs_copy_from_sockptr(dst.as_mut_ptr().cast(), self.ptr, dst.len())
         })
     }
+}
+
+/// Whether `len` bytes at user address `addr` are mapped, writable user memory (faulted in,
+/// not written).
+pub(crate) fn user_writable(addr: u64, len: usize) -> bool {
+    let Ok(addr) = usize::try_from(addr) else {
+        return false;
+    };
+    // SAFETY: The helper only probes (and faults in) the user range; it accepts any address,
+    // reporting unmapped, read-only or kernel memory as not writable.
+    unsafe { raw::rds_rs_user_writable(addr as *mut c_void, len) }
 }
 
 /// The buffer and length pointer of a `getsockopt(2)` call, both in user memory.
@@ -357,13 +383,16 @@ impl<F: Family> Sock<F> {
     /// arrives.
     ///
     /// `cond` runs with the task state set to sleeping, so it must not sleep itself: spinlocks
-    /// and atomics only. Only for use inside a system call on this socket (its wait queue must
-    /// exist).
+    /// and atomics only. Meant for system calls on this socket; a socket that was released
+    /// (orphaned, so without a wait queue) does not wait: it reports [`WaitOutcome::TimedOut`]
+    /// at once.
     pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
         let mut cond = cond;
-        // SAFETY: The sock is alive and, per this function's contract, not orphaned, so its
-        // wait queue exists; `cond_trampoline` is called with `arg` pointing at `cond`, which
-        // outlives the call.
+        // SAFETY: The sock is alive (type invariant). The helper returns at once for an
+        // orphaned socket (no wait queue). Only `release` orphans a socket, and it runs when the
+        // last file reference is dropped, so a socket that is not orphaned when a system call
+        // on it starts waiting stays so for the wait (the call holds a file reference);
+        // `cond_trampoline` is called with `arg` pointing at `cond`, which outlives the call.
         let r = unsafe {
             raw::rds_rs_sk_wait(
                 self.as_ptr(),
@@ -519,29 +548,34 @@ unsafe extern "C" fn cond_trampoline<C: FnMut() -> bool>(arg: *mut c_void) -> bo
 
 /// A wait queue (`wait_queue_head_t`) of the module's own, such as the one tasks blocked on a
 /// congested destination sleep on.
-#[pin_data]
+///
+/// # Invariants
+///
+/// `wq` is an initialised wait queue head that is never moved.
+#[repr(transparent)]
 pub(crate) struct WaitQueue {
-    #[pin]
     wq: Opaque<raw::wait_queue_head>,
 }
 
 // SAFETY: A wait queue is designed to be used from any thread; it has its own lock.
 unsafe impl Sync for WaitQueue {}
-// SAFETY: As above; it is pinned and never moved once initialised.
+// SAFETY: As above; it is never moved once initialised.
 unsafe impl Send for WaitQueue {}
 
 impl WaitQueue {
-    /// Creates an empty wait queue.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            // SAFETY: `init_waitqueue_head` initialises the head in place; it is pinned.
-            wq <- Opaque::ffi_init(|p| unsafe { raw::rds_rs_wq_init(p) }),
-        })
+    /// The module's wait queue for congestion changes (C: `rds_poll_waitq`): a static of the
+    /// module, so pollers may stay registered on it for as long as any socket exists.
+    pub(crate) fn congestion() -> &'static WaitQueue {
+        // SAFETY: The helper returns a static `wait_queue_head` (initialised at compile time by
+        // `DECLARE_WAIT_QUEUE_HEAD`, never moved) that lives as long as the module's code, so
+        // for as long as any Rust code of the module can run; `WaitQueue` is a transparent
+        // wrapper of it, so the cast keeps layout and the invariant.
+        unsafe { &*raw::rds_rs_poll_waitq_get().cast::<WaitQueue>() }
     }
 
     /// Wakes every task waiting on the queue.
     pub(crate) fn wake_all(&self) {
-        // SAFETY: The queue was initialised by `new`.
+        // SAFETY: The queue is initialised (type invariant).
         unsafe { raw::rds_rs_wq_wake(self.wq.get()) }
     }
 
@@ -549,7 +583,7 @@ impl WaitQueue {
     /// (it runs with the task state set to sleeping).
     pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
         let mut cond = cond;
-        // SAFETY: The queue was initialised by `new`; `arg` points at `cond`, which outlives
+        // SAFETY: The queue is initialised (type invariant); `arg` points at `cond`, which outlives
         // the call.
         let r = unsafe {
             raw::rds_rs_wq_wait(
@@ -578,11 +612,11 @@ impl PollCtx<'_> {
         unsafe { raw::rds_rs_sock_poll_wait(self.file, self.sock, self.table) }
     }
 
-    /// Registers another wait queue (`poll_wait`). The queue must outlive every poller, which a
-    /// queue owned by the family's shared state does (sockets pin the module).
-    pub(crate) fn wait_on(&self, wq: &WaitQueue) {
+    /// Registers another wait queue (`poll_wait`), one that lives as long as the module (so
+    /// it outlives every poller: open sockets pin the module).
+    pub(crate) fn wait_on(&self, wq: &'static WaitQueue) {
         // SAFETY: The pointers are the arguments of the current poll call; the queue is
-        // initialised and outlives the socket's pollers (see above).
+        // initialised (type invariant) and outlives the socket's pollers (see above).
         unsafe { raw::rds_rs_poll_wait(self.file, wq.wq.get(), self.table) }
     }
 }
@@ -612,7 +646,7 @@ impl<'a> MsgHdr<'a> {
     }
 
     /// The destination address of a `sendmsg` (already copied into the kernel), if any.
-    pub(crate) fn name(&self) -> Option<&'a [u8]> {
+    pub(crate) fn name(&self) -> Option<&[u8]> {
         let mut len: c_int = 0;
         // SAFETY: `msg` is the valid msghdr of the current call.
         let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
@@ -621,7 +655,7 @@ impl<'a> MsgHdr<'a> {
         }
         // SAFETY: For sendmsg the socket layer copied `msg_namelen` bytes (at most
         // `sizeof(struct sockaddr_storage)`) into a kernel buffer at `msg_name`, valid for the
-        // call.
+        // call; the slice borrows `self`, so `set_name` cannot write the buffer meanwhile.
         Some(unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len as usize) })
     }
 

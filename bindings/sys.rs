@@ -83,7 +83,8 @@ impl Drop for OwnedQueue {
 /// Code to run when a network namespace goes away.
 pub(crate) trait NetExit: Send + Sync + 'static {
     /// Forget everything that belongs to `net`. Runs in process context; no socket of `net`
-    /// exists any more (each socket holds a reference to its namespace).
+    /// exists any more (each user socket holds a reference to its namespace; kernel sockets
+    /// are released by their creators before then).
     fn net_exit(&self, net: NetId);
 }
 

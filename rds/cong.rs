@@ -77,9 +77,6 @@ pub(crate) struct CongTable {
     /// Sockets with `RDS_CONG_MONITOR` on, by identity.
     #[pin]
     monitors: Mutex<RBTree<usize, SockRef<Rds>>>,
-    /// Where senders blocked on a congested port, and pollers that saw congestion, sleep.
-    #[pin]
-    waitq: WaitQueue,
     /// Bumped on every map update (C: `rds_cong_generation`).
     generation: AtomicU64,
 }
@@ -90,7 +87,6 @@ impl CongTable {
         pin_init!(Self {
             maps <- new_mutex!(RBTree::new(), "CongTable::maps"),
             monitors <- new_mutex!(RBTree::new(), "CongTable::monitors"),
-            waitq <- WaitQueue::new(),
             generation: AtomicU64::new(0),
         })
     }
@@ -121,9 +117,10 @@ impl CongTable {
         }
     }
 
-    /// The wait queue of congestion changes.
-    pub(crate) fn waitq(&self) -> &WaitQueue {
-        &self.waitq
+    /// The wait queue of congestion changes: where senders blocked on a congested port, and
+    /// pollers that saw congestion, sleep (one for the module, as C's `rds_poll_waitq`).
+    pub(crate) fn waitq(&self) -> &'static WaitQueue {
+        WaitQueue::congestion()
     }
 
     /// The current generation of map updates.
@@ -136,7 +133,7 @@ impl CongTable {
     pub(crate) fn updated(&self, portmask: u64) {
         stats::inc(Stat::CongUpdateReceived);
         self.generation.fetch_add(1, Ordering::AcqRel);
-        self.waitq.wake_all();
+        self.waitq().wake_all();
         if portmask == 0 {
             return;
         }
