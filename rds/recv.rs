@@ -22,7 +22,7 @@ use crate::proto::{
     SOL_SOCKET,
 };
 use crate::send;
-use crate::socket::{Rds, RdsSocket};
+use crate::socket::{Rds, RdsSocket, SockData};
 use crate::stats;
 use kernel::{
     list::{List, ListArc},
@@ -119,6 +119,22 @@ pub(crate) fn deliver(conn: &Arc<Conn>, inc: ListArc<Incoming>, kind: MsgKind) {
     sock.state().queue_incoming(&sock, inc);
 }
 
+/// Applies a change of a socket's congestion state to its port's bit, under the socket's
+/// `data` lock, so that the bit always follows the socket's accounting (C: the second half of
+/// `rds_recv_rcvbuf_delta`, under `rs_recv_lock`). Returns the port mask to announce with
+/// [`RdsSocket::cong_updated`] once the lock is dropped, if the bit changed.
+fn apply_cong(d: &SockData, change: CongChange) -> Option<u64> {
+    let (map, port) = d.cong.as_ref()?;
+    match change {
+        CongChange::None => None,
+        CongChange::Congested => {
+            map.set(*port);
+            Some(0)
+        }
+        CongChange::Uncongested => map.clear(*port).then(|| monitor_mask(*port)),
+    }
+}
+
 impl RdsSocket {
     /// Queues a message on the receive queue, unless the socket is closing (C: the locked part
     /// of `rds_recv_incoming`).
@@ -136,52 +152,35 @@ impl RdsSocket {
             stats::add(Stat::RecvBytesAddedToSock, u64::from(len));
             let change = d.account.add(len, rcvbuf);
             d.recv_queue.push_back(inc);
-            change
+            apply_cong(&d, change)
         };
-        self.cong_changed(change);
+        self.cong_updated(change);
         sock.wake();
     }
 
-    /// Applies a change of the socket's congestion state to its port's bit and tells the
-    /// world (C: the second half of `rds_recv_rcvbuf_delta`). No lock held.
-    fn cong_changed(&self, change: CongChange) {
-        if change == CongChange::None {
-            return;
-        }
-        let Some((map, port)) = self.data.lock().cong.clone() else {
-            return;
-        };
-        match change {
-            CongChange::None => {}
-            CongChange::Congested => {
-                map.set(port);
-                self.shared.cong.updated(0);
-            }
-            CongChange::Uncongested => {
-                if map.clear(port) {
-                    self.shared.cong.updated(monitor_mask(port));
-                }
-            }
+    /// Tells the world that a port's congestion bit changed ([`apply_cong`]'s result): wakes
+    /// pollers, blocked senders and monitors. No lock held.
+    fn cong_updated(&self, portmask: Option<u64>) {
+        if let Some(mask) = portmask {
+            self.shared.cong.updated(mask);
         }
     }
 
     /// Empties the receive queue at close (C: `rds_clear_recv_queue` and
     /// `rds_cong_remove_socket`). The socket is already marked dead, so nothing new arrives.
     pub(crate) fn clear_recv_queue(&self) {
-        let (queue, cong) = {
+        let (queue, change) = {
             let mut d = self.data.lock();
             let queue = core::mem::replace(&mut d.recv_queue, kernel::list::List::new());
             let bytes = d.account.bytes;
             d.account = Default::default();
             stats::add(Stat::RecvBytesFreedFromSock, bytes);
-            (queue, d.cong.take())
+            let change = apply_cong(&d, CongChange::Uncongested);
+            d.cong = None;
+            (queue, change)
         };
         drop(queue);
-        if let Some((map, port)) = cong {
-            if map.clear(port) {
-                self.shared.cong.updated(monitor_mask(port));
-            }
-        }
+        self.cong_updated(change);
     }
 
     /// Adds `portmask` to the congestion notifications of a monitoring socket for the ports it
@@ -216,7 +215,7 @@ impl RdsSocket {
         let mut batch = List::new();
         {
             let mut d = self.data.lock();
-            while batch.iter().count() < max {
+            for _ in 0..max {
                 match d.notify_queue.pop_front() {
                     Some(n) => batch.push_back(n),
                     None => break,
@@ -263,10 +262,10 @@ impl RdsSocket {
             let taken = d.recv_queue.pop_front();
             stats::add(Stat::RecvBytesFreedFromSock, u64::from(inc.len));
             let change = d.account.remove(inc.len, rcvbuf);
-            (taken, change)
+            (taken, apply_cong(&d, change))
         };
         drop(taken);
-        self.cong_changed(change);
+        self.cong_updated(change);
         true
     }
 }
