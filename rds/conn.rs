@@ -158,11 +158,21 @@ impl Conn {
         self.dead.load(Ordering::Acquire)
     }
 
-    /// Appends a message, giving it the next sequence number.
-    pub(crate) fn enqueue(&self, msg: ListArc<Message>) {
+    /// Appends a message, giving it the next sequence number. A connection that was destroyed
+    /// takes nothing: the message comes back, for the caller to settle as dropped.
+    pub(crate) fn enqueue(
+        &self,
+        msg: ListArc<Message>,
+    ) -> core::result::Result<(), ListArc<Message>> {
         let mut inner = self.inner.lock();
+        // `dead` is set under this lock (`destroy`), so no message is queued after the queue
+        // was taken.
+        if self.is_dead() {
+            return Err(msg);
+        }
         msg.set_seq(inner.tx.take());
         inner.send_queue.push_back(msg);
+        Ok(())
     }
 
     /// The receive side's sequence check of a message that arrived on this connection
@@ -299,8 +309,8 @@ impl Conn {
     /// Destroys the connection: no more sends; queued messages are dropped and their senders
     /// released. Returns the dropped messages for the caller to settle.
     fn destroy(&self) -> List<Message> {
-        self.dead.store(true, Ordering::Release);
         let mut inner = self.inner.lock();
+        self.dead.store(true, Ordering::Release);
         core::mem::replace(&mut inner.send_queue, List::new())
     }
 }

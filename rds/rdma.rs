@@ -53,7 +53,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, UniqueArc},
     uaccess::UserSlice,
 };
 
@@ -117,8 +117,9 @@ impl MrIndex {
         })
     }
 
-    /// Registers the registration `make` builds under a new r_key.
-    fn insert_new(&self, make: impl FnOnce(u32) -> Result<Arc<Mr>>) -> Result<Arc<Mr>> {
+    /// Registers `mr` under a new r_key (which this sets). Nothing is allocated or dropped
+    /// under the lock: on failure `mr` is dropped after it is released.
+    fn insert_new(&self, mut mr: UniqueArc<Mr>) -> Result<Arc<Mr>> {
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let mut inner = self.inner.lock();
         let key = loop {
@@ -128,7 +129,8 @@ impl MrIndex {
                 break candidate;
             }
         };
-        let mr = make(key)?;
+        mr.key = key;
+        let mr = Arc::from(mr);
         inner.keys.insert(node.into_node(key, mr.clone()));
         Ok(mr)
     }
@@ -324,20 +326,20 @@ impl RdsSocket {
         let region = Region::of(&args.vec);
         let use_once = args.flags & RDS_RDMA_USE_ONCE != 0;
         let net = sock.net();
-        let mr = self.shared.mrs.insert_new(|key| {
-            Ok(Arc::new(
-                Mr {
-                    key,
-                    net,
-                    laddr,
-                    region,
-                    use_once,
-                    pages: pinned,
-                    _charge: charge,
-                },
-                GFP_KERNEL,
-            )?)
-        })?;
+        let mr = UniqueArc::new(
+            Mr {
+                // Set by `insert_new`.
+                key: 0,
+                net,
+                laddr,
+                region,
+                use_once,
+                pages: pinned,
+                _charge: charge,
+            },
+            GFP_KERNEL,
+        )?;
+        let mr = self.shared.mrs.insert_new(mr)?;
         let key = mr.key;
         let cookie = make_cookie(key, offset);
         let published = ops.register(&mr).and_then(|()| {
@@ -524,12 +526,19 @@ impl RdsSocket {
     }
 
     /// `RDS_CMSG_RDMA_ARGS` (C: `rds_cmsg_rdma_args`), with the local iovecs read and checked
-    /// before ([`read_local_vecs`]): pins them (`EFAULT`), then checks that they do not add up to
-    /// more than the remote vector (`EINVAL`), in C's order.
+    /// before ([`read_local_vecs`]): checks that they do not add up to more than the remote
+    /// vector (`EINVAL`; `sendmsg` has already limited that to 1 MiB), then pins them
+    /// (`EFAULT`).
+    ///
+    /// C pins first and checks the sum afterwards; checking first bounds what one call can pin
+    /// (C instead tries to allocate a scatterlist for every page the iovecs span, up to 4 GiB
+    /// each). The errno differs only for iovecs that are both too long and unmapped (C:
+    /// `EFAULT`, rds-rs: `EINVAL`).
     fn prepare_rdma_args(&self, args: &RdmaArgs, local: &[RdsIovec]) -> Result<KBox<RdmaOp>> {
         if local.len() as u64 != args.nr_local {
             return Err(EINVAL);
         }
+        check_rdma_bytes(args, local).map_err(mr_error)?;
         let n = local.len();
         let write = args.is_write();
         let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -547,7 +556,6 @@ impl RdsSocket {
                 GFP_KERNEL,
             )?;
         }
-        check_rdma_bytes(args, local).map_err(mr_error)?;
         crate::stats::inc(crate::proto::Stat::SendRdma);
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(

@@ -13,15 +13,16 @@
 //! (or dropped by the receiving side), cancelled, or dropped with its connection.
 
 use crate::bindings::net::{
-    emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, MsgHdr, Sock, SockFlag,
-    WaitOutcome,
+    emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, user_writable, MsgHdr, Sock,
+    SockFlag, WaitOutcome,
 };
 use crate::bindings::raw;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs_with,
-    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED, RDS_RDMA_SUCCESS,
+    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED, RDS_RDMA_DROPPED,
+    RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, LocalVecs, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
@@ -109,6 +110,11 @@ fn queue_message(
     if rdma.op.is_some() && conn.transport.mr_ops().is_none() {
         return Err(eopnotsupp());
     }
+    // The id goes to the caller once the op is accepted; an address it cannot be written to
+    // fails the call before an id is taken.
+    if rdma.op.is_some() && rdma.id_addr != 0 && !user_writable(rdma.id_addr, 8) {
+        return Err(EFAULT);
+    }
     let dest = (route.dest.addr, route.dest.port);
     if rdma.op.is_some() {
         s.ensure_tracker(dest)?;
@@ -155,8 +161,9 @@ fn queue_message(
                 .map_err(|_| EFAULT)
                 .and_then(|a| UserSlice::new(a, 8).writer().write(&op.id()));
             if let Err(e) = written {
-                // The operation never happened: its id completes at once (so no barrier waits
-                // for it), with no notification.
+                // The address was writable a moment ago (checked above) but no longer is: the
+                // operation never happens; its id completes at once (so no barrier waits for
+                // it), with no notification.
                 settle(&m, RDS_RDMA_CANCELED, false);
                 return Err(e);
             }
@@ -167,7 +174,12 @@ fn queue_message(
     }
     // The registration of an RDMA_MAP now belongs to the message's receiver.
     rdma.mapped = None;
-    conn.enqueue(m);
+    if let Err(m) = conn.enqueue(m) {
+        // The connection was destroyed meanwhile: the message goes as all its queued messages
+        // went, reported as dropped.
+        complete(&m, RDS_RDMA_DROPPED);
+        return Ok(());
+    }
     stats::inc(Stat::SendQueued);
     conn.xmit_and_reschedule();
     Ok(())
@@ -412,7 +424,10 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
         Payload::new(KVVec::new())?,
         None,
     ))?;
-    conn.enqueue(m);
+    if conn.enqueue(m).is_err() {
+        // The connection was destroyed meanwhile: no one is left to answer.
+        return Ok(());
+    }
     stats::inc(Stat::SendQueued);
     stats::inc(Stat::SendPong);
     conn.kick();

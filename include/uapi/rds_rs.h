@@ -30,7 +30,8 @@
  * not 0). With wait_id != 0 it first waits until the mark reaches wait_id; a non-blocking
  * socket, or flags RDS_RDMA_DONTWAIT, does not wait: the mark is written and the call fails
  * with EAGAIN if wait_id is not reached. Errors: EINVAL for a wrong optlen, unknown flags, a bad
- * destination, or a wait_id that was never issued; EFAULT; ETIMEDOUT (SO_RCVTIMEO); EINTR.
+ * destination, or a wait_id that was never issued; EFAULT; ETIMEDOUT (SO_RCVTIMEO); EINTR
+ * (a signal arrived; with SA_RESTART the call is restarted).
  */
 #define RDS_BARRIER		4	/* was deprecated in linux/rds.h; reused here */
 #define RDS_CMSG_RDMA_ID	64	/* __u64 user address receiving the op's id */

@@ -13,7 +13,8 @@ use crate::rdma::{
 use crate::util::{fresh, in_new_netns, res_obs, v4};
 use crate::Report;
 use librds::rdma::{
-    encode_iovecs, GetMrArgs, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_USE_ONCE,
+    encode_iovecs, GetMrArgs, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SILENT,
+    RDS_RDMA_USE_ONCE,
 };
 use librds::{
     AtomicArgs, AtomicOp, ControlBuf, FaultRegion, RdmaArgs, RdmaMem, RdsIovec, RdsSocket, UserBuf,
@@ -434,6 +435,22 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         ),
         "EINVAL",
     );
+    // 4 GiB - 1 in one iovec: refused (local bytes over the remote vector) before anything is
+    // pinned or sized by it (C sizes a scatterlist for every page first).
+    r.expect(
+        "args_local_4g_minus_1",
+        &send_op(
+            e,
+            &with(&|o| {
+                o.local = vec![RdsIovec {
+                    addr: smem.at(0),
+                    bytes: u64::from(u32::MAX),
+                }];
+                o.remote_bytes = 4096;
+            }),
+        ),
+        "EINVAL",
+    );
     r.expect(
         "args_local_more_than_remote",
         &send_op(e, &with(&|o| o.remote_bytes = 63)),
@@ -777,6 +794,11 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         cookie_addr: 0,
         flags: 0,
     };
+    // Ids taken around the bad calls below: a failed sendmsg takes none, even when it fails
+    // because the id cannot be written (a silent op sends no message, so nothing arrives).
+    let silent = with(&|o| o.flags = RDS_RDMA_READWRITE | RDS_RDMA_SILENT);
+    let mut id_first = 0u64;
+    let first = rdma_op(&e.s, &e.ca, &silent, b"", Some(&mut id_first), 0);
     let mut idv = 0u64;
     let idp = &mut idv as *mut u64 as u64;
     let combos: Vec<(&str, ControlBuf, &str)> = vec![
@@ -942,6 +964,18 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         );
     }
     r.expect("rdma_id_untouched", &idv.to_string(), "0");
+    let mut id_next = 0u64;
+    let next = rdma_op(&e.s, &e.ca, &silent, b"", Some(&mut id_next), 0);
+    r.expect(
+        "rdma_id_failed_calls_take_none",
+        &format!(
+            "{} {} next-first={}",
+            res_obs(&first),
+            res_obs(&next),
+            id_next.wrapping_sub(id_first)
+        ),
+        "OK OK next-first=1",
+    );
 
     // After all of it, a good operation works and the registrations are as they were.
     r.expect(
