@@ -10,9 +10,10 @@
 //! same, or succeeds when there is nothing to report); otherwise the records are copied,
 //! `optlen` is set to their total size and the call returns the size of one record. The
 //! records are C's packed structs ([`crate::proto`] encodes them). Only the caller's network
-//! namespace is reported. The transport-specific tables (TCP sockets, IB connections) belong
-//! to transports rds_rs does not have yet, so they answer `ENOPROTOOPT`, as C does when those
-//! transports are not loaded.
+//! namespace is reported. The TCP socket tables are empty (rds-rs has no TCP transport yet;
+//! C reports them once `rds_tcp` is loaded, which C RDS needs for its address checks); the
+//! IB/iWARP tables belong to transports rds-rs does not have yet, so they answer
+//! `ENOPROTOOPT`, as C does when those transports are not loaded.
 
 use crate::bindings::net::{enoprotoopt, errno, NetId, OptOut, Sock};
 use crate::proto::{
@@ -27,7 +28,10 @@ use crate::proto::{
 };
 use crate::socket::{Rds, Shared};
 use crate::stats;
-use kernel::{alloc::Flags, prelude::*};
+use kernel::{
+    alloc::{Flags, KVVec},
+    prelude::*,
+};
 
 /// `ENOSPC`.
 fn enospc() -> Error {
@@ -42,8 +46,11 @@ struct Records {
     room: usize,
     /// How many records exist (more than `bytes` holds when the buffer was too small).
     nr: usize,
-    /// The encoded records that fit.
-    bytes: KVec<u8>,
+    /// The encoded records that fit (`kvmalloc`ed: a namespace can have many of them).
+    bytes: KVVec<u8>,
+    /// A record that had room in the caller's buffer was not kept, because it was counted
+    /// under a spinlock ([`Records::add_atomic`]) and `bytes` had no capacity left.
+    short: bool,
 }
 
 impl Records {
@@ -53,15 +60,40 @@ impl Records {
             each,
             room: len / each,
             nr: 0,
-            bytes: KVec::new(),
+            bytes: KVVec::new(),
+            short: false,
         }
     }
 
-    /// Counts a record and keeps it if there is room.
+    /// Makes room for `records` records (at most as many as the caller's buffer holds), so
+    /// that [`Records::add_atomic`] can keep them without allocating.
+    fn reserve(&mut self, records: usize) -> Result {
+        let n = records.min(self.room).saturating_mul(self.each);
+        self.bytes.reserve(n, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Counts a record and keeps it if there is room, allocating with `flags` as needed.
     fn add(&mut self, record: &[u8], flags: Flags) -> Result {
         self.nr += 1;
         if self.nr <= self.room {
             self.bytes.extend_from_slice(record, flags)?;
+        }
+        Ok(())
+    }
+
+    /// Counts a record and keeps it if there is room, without allocating (under a spinlock):
+    /// a record that would need more capacity than [`Records::reserve`] made marks the records
+    /// `short`.
+    fn add_atomic(&mut self, record: &[u8]) -> Result {
+        self.nr += 1;
+        if self.nr <= self.room {
+            if self.bytes.capacity() - self.bytes.len() < record.len() {
+                self.short = true;
+            } else {
+                // Within capacity: `extend_from_slice` does not allocate.
+                self.bytes.extend_from_slice(record, GFP_ATOMIC)?;
+            }
         }
         Ok(())
     }
@@ -74,6 +106,37 @@ impl Records {
             self.add(rec.v4().as_ref(), flags)
         }
     }
+
+    /// [`Records::add_rec`] under a spinlock ([`Records::add_atomic`]).
+    fn add_rec_atomic(&mut self, rec: &impl Record, v6: bool) -> Result {
+        if v6 {
+            self.add_atomic(rec.v6().as_ref())
+        } else {
+            self.add_atomic(rec.v4().as_ref())
+        }
+    }
+}
+
+/// Gathers records that are found under spinlocks: `fill` counts and keeps them with
+/// [`Records::add_atomic`] into capacity reserved beforehand; when more turned up than were
+/// reserved for, it runs again with room for what the last pass counted. Lists that keep
+/// changing faster than that give up with `EAGAIN`.
+fn gather(
+    each: usize,
+    len: usize,
+    mut fill: impl FnMut(&mut Records) -> Result,
+) -> Result<Records> {
+    let mut want = 64usize;
+    for _ in 0..8 {
+        let mut r = Records::new(each, len);
+        r.reserve(want)?;
+        fill(&mut r)?;
+        if !r.short {
+            return Ok(r);
+        }
+        want = r.nr.saturating_add(r.nr / 4).saturating_add(64);
+    }
+    Err(EAGAIN)
 }
 
 /// A record with an IPv4 (`rds_info_*`) and an IPv6 (`rds6_info_*`) layout.
@@ -223,65 +286,67 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
 /// `RDS_INFO_SEND_MESSAGES` / `RDS6_INFO_SEND_MESSAGES` (C: `rds_conn_message_info_send`):
 /// messages still on their connections' send queues.
 fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let mut r = Records::new(MsgInfo::len(v6), len);
-    shared.conns.try_for_each(net, |c| {
-        if !v6 && !is_v4(&c.key.laddr) {
-            return Ok(());
-        }
-        // Under the connection's spinlock: no sleeping allocations.
-        c.try_for_each_queued(|m| {
-            let info = MsgInfo {
-                seq: m.seq(),
-                len: m.len,
-                laddr: c.key.laddr,
-                faddr: c.key.faddr,
-                lport: m.sport,
-                fport: m.dport,
-                flags: 0,
-                tos: c.key.tos,
-            };
-            r.add_rec(&info, v6, GFP_ATOMIC)
+    gather(MsgInfo::len(v6), len, |r| {
+        shared.conns.try_for_each(net, |c| {
+            if !v6 && !is_v4(&c.key.laddr) {
+                return Ok(());
+            }
+            // Under the connection's spinlock: no allocations.
+            c.try_for_each_queued(|m| {
+                let info = MsgInfo {
+                    seq: m.seq(),
+                    len: m.len,
+                    laddr: c.key.laddr,
+                    faddr: c.key.faddr,
+                    lport: m.sport,
+                    fport: m.dport,
+                    flags: 0,
+                    tos: c.key.tos,
+                };
+                r.add_rec_atomic(&info, v6)
+            })
         })
-    })?;
-    Ok(r)
+    })
 }
 
 /// `RDS_INFO_RECV_MESSAGES` / `RDS6_INFO_RECV_MESSAGES` (C: `rds_sock_inc_info`): messages
 /// on receive queues; the IPv4 table covers sockets bound to IPv4 addresses only.
 fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let mut r = Records::new(MsgInfo::len(v6), len);
-    let sockets = shared.sockets.lock();
-    for sock in sockets.values().filter(|s| s.net() == net) {
-        let s = sock.state();
-        // An unbound socket cannot have received anything.
-        let Some(bound) = s.inner.lock().bound.map(|k| k.addr) else {
-            continue;
-        };
-        if !v6 && !is_v4(&bound.addr) {
-            continue;
-        }
-        let d = s.data.lock();
-        for inc in d.recv_queue.iter() {
-            let info = MsgInfo {
-                seq: inc.seq,
-                len: inc.len,
-                laddr: bound.addr,
-                faddr: inc.saddr,
-                lport: inc.dport,
-                fport: inc.sport,
-                flags: 0,
-                tos: inc.tos,
+    gather(MsgInfo::len(v6), len, |r| {
+        let sockets = shared.sockets.lock();
+        for sock in sockets.values().filter(|s| s.net() == net) {
+            let s = sock.state();
+            // An unbound socket cannot have received anything.
+            let Some(bound) = s.inner.lock().bound.map(|k| k.addr) else {
+                continue;
             };
-            r.add_rec(&info, v6, GFP_ATOMIC)?;
+            if !v6 && !is_v4(&bound.addr) {
+                continue;
+            }
+            // Under the socket's spinlock: no allocations.
+            let d = s.data.lock();
+            for inc in d.recv_queue.iter() {
+                let info = MsgInfo {
+                    seq: inc.seq,
+                    len: inc.len,
+                    laddr: bound.addr,
+                    faddr: inc.saddr,
+                    lport: inc.dport,
+                    fport: inc.sport,
+                    flags: 0,
+                    tos: inc.tos,
+                };
+                r.add_rec_atomic(&info, v6)?;
+            }
         }
-    }
-    Ok(r)
+        Ok(())
+    })
 }
 
 /// `RDS_INFO_SOCKETS` / `RDS6_INFO_SOCKETS` (C: `rds_sock_info`, `rds6_sock_info`): all or
 /// nothing; the IPv4 table covers sockets bound to IPv4 addresses only.
 fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let mut infos = KVec::new();
+    let mut infos = KVVec::new();
     let sockets = shared.sockets.lock();
     for sock in sockets.values().filter(|s| s.net() == net) {
         let inner = sock.state().inner.lock();
