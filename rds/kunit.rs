@@ -7,10 +7,10 @@
 //! A case returns 0 on success, or the number of the first check that failed.
 
 use crate::proto::{
-    cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, make_cookie, scan_send_cmsgs,
-    verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header, HeaderError,
-    OpTracker, Quarantine, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN, RDS_CMSG_RDMA_ARGS,
-    RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
+    cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, key_acceptable, make_cookie,
+    scan_send_cmsgs, verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header,
+    HeaderError, OpTracker, Quarantine, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN,
+    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
 };
 use kernel::ffi::c_int;
 
@@ -151,6 +151,11 @@ extern "C" fn rds_rs_kunit_rdma_rules() -> c_int {
         t.barrier(2) == BarrierState::Reached && t.barrier(3) == BarrierState::Pending,
         t.barrier(4) == BarrierState::NeverIssued,
         evicted == [None, None, Some(7)] && !q.contains(7) && q.contains(9),
+        // The r_key rule the registry draws keys with: never 0, never live, never quarantined.
+        !key_acceptable(0, |_| false, &q),
+        !key_acceptable(9, |_| false, &q) && !key_acceptable(8, |_| false, &q),
+        !key_acceptable(5, |k| k == 5, &q),
+        key_acceptable(7, |_| false, &q) && key_acceptable(5, |k| k == 6, &q),
         // Two 32-bit fields: the carry out of the low one does not reach the high one.
         fadd.apply(0x0000_0001_ffff_ffff) == 0x0000_0001_0000_0000,
     ])
