@@ -526,21 +526,26 @@ impl RdsSocket {
     }
 
     /// `RDS_CMSG_RDMA_ARGS` (C: `rds_cmsg_rdma_args`), with the local iovecs read and checked
-    /// before ([`read_local_vecs`]): checks that they do not add up to more than the remote
-    /// vector (`EINVAL`; `sendmsg` has already limited that to 1 MiB), then pins them
-    /// (`EFAULT`).
+    /// before ([`read_local_vecs`]; `sendmsg` has limited their pages with
+    /// [`crate::proto::rdma_sg_too_big`]): pins them (`EFAULT`), then checks that they do not
+    /// add up to more than the remote vector (`EINVAL`), in C's order.
     ///
-    /// C pins first and checks the sum afterwards; checking first bounds what one call can pin
-    /// (C instead tries to allocate a scatterlist for every page the iovecs span, up to 4 GiB
-    /// each). The errno differs only for iovecs that are both too long and unmapped (C:
-    /// `EFAULT`, rds-rs: `EINVAL`).
+    /// When the byte counts are wrong the result is an error either way, so nothing is kept:
+    /// each iovec is pinned alone and released, only to tell `EFAULT` from `EINVAL` as C does.
     fn prepare_rdma_args(&self, args: &RdmaArgs, local: &[RdsIovec]) -> Result<KBox<RdmaOp>> {
         if local.len() as u64 != args.nr_local {
             return Err(EINVAL);
         }
-        check_rdma_bytes(args, local).map_err(mr_error)?;
-        let n = local.len();
         let write = args.is_write();
+        if let Err(e) = check_rdma_bytes(args, local) {
+            for v in local.iter() {
+                let npages = usize::try_from(v.pages()).map_err(|_| EINVAL)?;
+                let start = v.addr & !(PAGE_SIZE as u64 - 1);
+                drop(PinnedPages::pin(start, npages, !write, false)?);
+            }
+            return Err(mr_error(e));
+        }
+        let n = local.len();
         let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
         for v in local.iter() {
             let npages = usize::try_from(v.pages()).map_err(|_| EINVAL)?;

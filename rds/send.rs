@@ -20,9 +20,9 @@ use crate::bindings::raw;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
-    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, scan_send_cmsgs_with,
-    sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, RDS_RDMA_CANCELED, RDS_RDMA_DROPPED,
-    RDS_RDMA_SUCCESS,
+    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_pages, rdma_sg_too_big,
+    scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
+    RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, LocalVecs, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
@@ -74,6 +74,14 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
         vecs.push(local, GFP_KERNEL)?;
         Ok::<(), Error>(())
     })?;
+    // C's `rds_message_alloc`: scatterlists for more pages than kmalloc can give fail the call
+    // before anything is pinned.
+    let pages = vecs.iter().fold(0u64, |acc, v| {
+        acc.saturating_add(rdma_pages(v).unwrap_or(u64::MAX))
+    });
+    if rdma_sg_too_big(pages) {
+        return Err(ENOMEM);
+    }
 
     let payload = Payload::new(msg.copy_payload(len)?)?;
     stats::add(Stat::CopyFromUser, len as u64);

@@ -214,6 +214,24 @@ pub fn rdma_pages(local: &[RdsIovec]) -> Result<u64, MrError> {
     Ok(total)
 }
 
+/// The size of one `struct scatterlist` in C RDS (x86-64, without
+/// `CONFIG_DEBUG_SG`).
+pub const SG_ENTRY_LEN: u64 = 32;
+
+/// What C RDS can allocate for a message's scatterlists: `rds_message_alloc`
+/// refuses more than `KMALLOC_MAX_SIZE` (4 MiB with 4 KiB pages) less the
+/// message itself, taken here as 1 KiB.
+pub const MSG_SG_MAX: u64 = (4 << 20) - 1024;
+
+/// Whether the local pages of a message's RDMA operations (the sum of
+/// [`rdma_pages`]) need more scatterlist than C RDS can allocate: C's
+/// `sendmsg` then fails with `ENOMEM` before it pins anything. rds-rs
+/// answers the same, which also bounds what one call can make it pin.
+#[must_use]
+pub fn rdma_sg_too_big(pages: u64) -> bool {
+    pages.saturating_mul(SG_ENTRY_LEN) > MSG_SG_MAX
+}
+
 /// `rds_rdma_extra_size` and the argument checks of `rds_cmsg_rdma_args`,
 /// in C's order, given the args and the local iovecs the caller copied
 /// from `local_vec_addr` (`nr_local * 16` bytes; a failed copy is the

@@ -95,7 +95,8 @@ pub use info::{
 };
 pub use mr::{
     check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,
-    key_acceptable, rdma_pages, MrError, Quarantine, Region, MAX_MR_PAGES,
+    key_acceptable, rdma_pages, rdma_sg_too_big, MrError, Quarantine, Region, MAX_MR_PAGES,
+    MSG_SG_MAX, SG_ENTRY_LEN,
 };
 pub use port::{bind_candidates, PROBE_PORT};
 pub use rdma::{

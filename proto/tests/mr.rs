@@ -7,8 +7,8 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 use rds_proto::{
     check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,
-    key_acceptable, make_cookie, rdma_pages, AtomicArgs, AtomicOp, MrError, Quarantine, RdmaArgs,
-    RdsIovec, Region, MAX_MR_PAGES, UIO_MAXIOV,
+    key_acceptable, make_cookie, rdma_pages, rdma_sg_too_big, AtomicArgs, AtomicOp, MrError,
+    Quarantine, RdmaArgs, RdsIovec, Region, MAX_MR_PAGES, MSG_SG_MAX, SG_ENTRY_LEN, UIO_MAXIOV,
 };
 
 fn iov(addr: u64, bytes: u64) -> RdsIovec {
@@ -526,4 +526,21 @@ proptest! {
         run_quarantine::<5>(&ops)?;
         run_quarantine::<64>(&ops)?;
     }
+}
+
+#[test]
+fn sg_limit_is_c_kmalloc_bound() {
+    // 4 MiB of 32-byte entries, less the message: about 131,000 pages (512 MiB).
+    let most = MSG_SG_MAX / SG_ENTRY_LEN;
+    assert!(!rdma_sg_too_big(0));
+    assert!(!rdma_sg_too_big(257));
+    assert!(!rdma_sg_too_big(1024));
+    assert!(!rdma_sg_too_big(most));
+    assert!(rdma_sg_too_big(most + 1));
+    // One iovec of 4 GiB - 1 spans 2^20 pages from a page boundary, 2^20 + 1 from elsewhere.
+    assert_eq!(rdma_pages(&[iov(0x1000, u64::from(u32::MAX))]), Ok(1 << 20));
+    let pages = rdma_pages(&[iov(0x1800, u64::from(u32::MAX))]).expect("pages");
+    assert_eq!(pages, (1 << 20) + 1);
+    assert!(rdma_sg_too_big(pages));
+    assert!(rdma_sg_too_big(u64::MAX));
 }

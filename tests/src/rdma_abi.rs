@@ -272,6 +272,11 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
         addr: fa,
         bytes: 64,
     }]);
+    // 4 GiB - 1: 2^20 pages, more scatterlist than C's rds_message_alloc will allocate.
+    let huge_iov = iovecs_at(&[RdsIovec {
+        addr: mem.at(0),
+        bytes: u64::from(u32::MAX),
+    }]);
     let ro_iov = iovecs_at(&[RdsIovec {
         addr: ra,
         bytes: 64,
@@ -462,6 +467,23 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
                 c.rdma_args(&with_args(&|x| x.remote.bytes = 63));
             }),
             "EINVAL",
+        ),
+        (
+            "args_local_4g_minus_1",
+            build(&|c| {
+                c.rdma_args(&with_args(&|x| x.local_vec_addr = huge_iov.as_ptr() as u64));
+            }),
+            "ENOMEM",
+        ),
+        (
+            "args_local_more_than_remote_unmapped",
+            build(&|c| {
+                c.rdma_args(&with_args(&|x| {
+                    x.local_vec_addr = unmapped_iov.as_ptr() as u64;
+                    x.remote.bytes = 63;
+                }));
+            }),
+            "EFAULT",
         ),
         (
             "args_write_local_unmapped",

@@ -435,8 +435,8 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         ),
         "EINVAL",
     );
-    // 4 GiB - 1 in one iovec: refused (local bytes over the remote vector) before anything is
-    // pinned or sized by it (C sizes a scatterlist for every page first).
+    // 4 GiB - 1 in one iovec: more pages than C allocates scatterlists for, refused before
+    // anything is pinned (as C: ENOMEM), and with nothing left behind.
     r.expect(
         "args_local_4g_minus_1",
         &send_op(
@@ -449,7 +449,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
                 o.remote_bytes = 4096;
             }),
         ),
-        "EINVAL",
+        "ENOMEM",
     );
     r.expect(
         "args_local_more_than_remote",
