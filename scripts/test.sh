@@ -102,7 +102,7 @@ for impl in c:a rs:b; do
       netns-traffic:netns_send_to_other_namespace netns-traffic:netns_info_sockets_new \
       close-race:close_while_sending close-race:churn_threads \
       load:load_finished_in_time load:load_messages load:load_rcvbuf_accounting \
-      load:load_workers_exit \
+      load:load_workers_exit load:load_send_queues_empty load:load_sndbuf_settled \
       rdma-abi:get_mr_unbound rdma-abi:get_mr_optlen_31 rdma-abi:free_mr_optlen_15 \
       rdma-abi:dest_and_args rdma-abi:args_nr_local_1025 rdma-abi:args_remote_bytes_1m_plus_1 \
       rdma-abi:args_read_local_read_only rdma-abi:atomic_local_unaligned \
@@ -137,8 +137,19 @@ for name in write_1_1iov read_1m_512iov write_4k1_16iov remote_offset_tampered \
     remote_freed_key atomic_local_unaligned atomic_remote_unaligned combo_dest_and_args \
     combo_two_args combo_args_and_atomic rdma_id_without_op args_remote_bytes_over_1m \
     good_op_after_bad_input vmlck_after_close v6_write_4k rlimit_memlock_charged \
-    rlimit_memlock_0_no_cap; do
+    rlimit_memlock_0_no_cap close_with_notification_and_registrations \
+    barrier_one_call_many_completions rdma_write_held_target_untouched \
+    rdma_write_data_in_place_on_arrival rdma_map_eagain_undone rdma_map_etimedout_undone; do
   expect+=(--expect "$res/b/rdma-rs.tap:$name")
+done
+# Messages held on their connections (rds_rs only).
+for name in queued_fill_until_full queued_full_dontwait queued_full_sndtimeo \
+    queued_full_no_pollout queued_pollout_after_release queued_blocked_sender_woken \
+    queued_blocked_sender_arrivals queued_cancel_refunds queued_cancel_other_destinations_arrive \
+    queued_cancelled_never_arrive queued_info_send_messages queued_info6_send_messages \
+    queued_info_empty_after_release queued_close_sender queued_close_receiver_release \
+    queued_netns_held queued_after_netns_gone; do
+  expect+=(--expect "$res/b/queued-rs.tap:$name")
 done
 for name in reg_zero_length reg_258_pages reg_unmapped reg_no_mlock_valid free_unknown_cookie \
     free_cookie_0_flush; do

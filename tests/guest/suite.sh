@@ -60,6 +60,12 @@ if load_rs; then
   # RDMA over loopback, the barrier, RDMA bad input: rds_rs's extension (C's loopback has no
   # RDMA), not paired. It drives the loop_hold hook in debugfs (~35 s under TCG).
   run_prog harness.tap rdma_rs "$TESTS" rdma > "$OUT/rdma-rs.tap"
+  # Messages held on their connections with the same hook: a full send buffer, cancel, the
+  # send-message lists, closing a socket or a namespace with messages queued (C's loopback
+  # never leaves a message queued), not paired.
+  run_prog harness.tap queued_rs "$TESTS" queued > "$OUT/queued-rs.tap"
+  # Both reset the hook when they end; a killed one could not.
+  echo 0 > /sys/kernel/debug/rds_rs/loop_hold
   # Registration rules on a transport with registrations, paired with the run of C's RDS/IB
   # that rdma-pair.sh makes on guest a (so only when the suite is split over two guests).
   [ "$PART" = rs ] && run_prog harness.tap rdma_reg_rs "$TESTS" rdma-reg 127.0.0.1 \

@@ -20,13 +20,17 @@
 //! 16 MiB and 2048 messages in flight, so memory stays bounded without congestion control
 //! (C's loopback has none).
 //!
-//! At the end, before any socket closes: no message is queued (`RDS_INFO_RECV_MESSAGES`), and
-//! the counters `recv_bytes_added_to_sock` and `recv_bytes_freed_fromsock` moved by the same
-//! amount, the payload delivered. Then every process exits cleanly.
+//! At the end, before any socket closes: no message is queued to be received
+//! (`RDS_INFO_RECV_MESSAGES`), and the counters `recv_bytes_added_to_sock` and
+//! `recv_bytes_freed_fromsock` moved by the same amount, the payload delivered. The send side
+//! is back to zero too: nothing on the send or retransmit queues (`RDS_INFO_SEND_MESSAGES`,
+//! `RDS_INFO_RETRANS_MESSAGES`), and every socket reports `POLLOUT` even with its send buffer
+//! shrunk to the smallest the kernel allows (so no more than a few KiB can still be charged to
+//! it). Then every process exits cleanly.
 
 use crate::util::{err_name, v4, Counters};
 use crate::Report;
-use librds::info::RDS_INFO_RECV_MESSAGES;
+use librds::info::{RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES};
 use librds::{poll_fds, RdsSocket};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -60,7 +64,9 @@ const SETUP_ERRORS: usize = 11;
 const READY: usize = 12;
 const ENOBUFS_SEEN: usize = 13;
 const BYTES_SENT: usize = 14;
-const SLOTS: usize = 16;
+const NO_POLLOUT: usize = 15;
+const CHECKED: usize = 16;
+const SLOTS: usize = 18;
 
 /// Counters in memory shared by the parent and the forked workers.
 struct Shared {
@@ -416,6 +422,23 @@ fn child(p: usize, sh: &Shared, total: u64, deadline: Instant) -> i32 {
     if let Err(e) = &res {
         eprintln!("load: worker {p}: {e}");
     }
+    // Once every worker is done (everything delivered), every socket's sends are settled:
+    // POLLOUT, with the send buffer shrunk to the minimum (SO_SNDBUF 0: the kernel's
+    // SOCK_MIN_SNDBUF). A sender is settled just after its message is delivered, so allow a
+    // moment.
+    while sh.get(FINISHED) < PROCS as u64 && Instant::now() < deadline + Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for s in &w.socks {
+        let shrunk = s.set_int(libc::SOL_SOCKET, libc::SO_SNDBUF, 0).is_ok();
+        let out = s
+            .poll(libc::POLLOUT, Duration::from_secs(2))
+            .is_ok_and(|ev| ev & libc::POLLOUT != 0);
+        if !(shrunk && out) {
+            sh.add(NO_POLLOUT, 1);
+        }
+    }
+    sh.add(CHECKED, 1);
     // Keep the sockets open until the parent has looked at the queues and counters.
     while sh.get(RELEASE) == 0 && Instant::now() < deadline + Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(10));
@@ -468,13 +491,24 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     }
     let elapsed = start.elapsed();
     let in_time = sh.get(FINISHED) == PROCS as u64 && elapsed <= limit;
+    // And for every worker's send-side check.
+    while sh.get(CHECKED) < sh.get(FINISHED) && Instant::now() < deadline + Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     std::thread::sleep(Duration::from_millis(200));
     // Before any socket closes: nothing queued, and the accounting balanced.
     let ours = |lport: u16| (BASE_PORT..BASE_PORT + SOCKS as u16).contains(&lport);
-    let queued = probe
-        .messages(RDS_INFO_RECV_MESSAGES)
-        .map(|l| l.iter().filter(|m| ours(m.lport)).count().to_string())
-        .unwrap_or_else(|e| err_name(&e));
+    let on_queue = |opt: i32| {
+        probe
+            .messages(opt)
+            .map(|l| l.iter().filter(|m| ours(m.lport)).count().to_string())
+            .unwrap_or_else(|e| err_name(&e))
+    };
+    let queued = on_queue(RDS_INFO_RECV_MESSAGES);
+    let send_queued = on_queue(RDS_INFO_SEND_MESSAGES);
+    let retrans_queued = on_queue(RDS_INFO_RETRANS_MESSAGES);
+    let checked = sh.get(CHECKED);
     let after = Counters::take(&probe)?;
     let added = after.delta(&before, "recv_bytes_added_to_sock");
     let freed = after.delta(&before, "recv_bytes_freed_fromsock");
@@ -556,6 +590,16 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         "load_recv_queues_empty",
         &format!("queued={queued}"),
         "queued=0",
+    );
+    r.expect(
+        "load_send_queues_empty",
+        &format!("send={send_queued} retrans={retrans_queued}"),
+        "send=0 retrans=0",
+    );
+    r.expect(
+        "load_sndbuf_settled",
+        &format!("checked={checked} without_pollout={}", sh.get(NO_POLLOUT)),
+        &format!("checked={PROCS} without_pollout=0"),
     );
     r.expect(
         "load_rcvbuf_accounting",

@@ -24,6 +24,9 @@
 //! - `rds-tests cong <congests|never>`: congestion over loopback (a documented difference).
 //! - `rds-tests close-race`: closing sockets other threads are using.
 //! - `rds-tests rdma`: RDMA over loopback, the barrier, bad input (rds_rs only: an extension).
+//! - `rds-tests queued`: messages held on their connection (rds_rs only: its `loop_hold` test
+//!   hook): a full send buffer, `RDS_CANCEL_SENT_TO`, `RDS_INFO_SEND_MESSAGES`, closing a socket
+//!   or a network namespace with messages queued.
 //! - `rds-tests rdma-abi`: the RDMA argument checks C RDS and rds_rs share.
 //! - `rds-tests rdma-reg <addr> [ib]`: registration rules on a transport with memory
 //!   registrations (C's RDS/IB, rds_rs's loopback).
@@ -43,6 +46,7 @@ mod netns_traffic;
 mod ping;
 mod pingpong;
 mod poll;
+mod queued;
 mod rdma;
 mod rdma_abi;
 mod rdma_bad;
@@ -196,6 +200,7 @@ fn main() -> ExitCode {
         ["netns-traffic"] => netns_traffic::run(&mut report),
         ["cong", expect] => cong::run(&mut report, expect),
         ["close-race"] => close_race::run(&mut report),
+        ["queued"] => queued::run(&mut report),
         ["rdma"] => rdma::run(&mut report),
         ["rdma-abi"] => rdma_abi::run(&mut report),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),

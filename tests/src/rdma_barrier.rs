@@ -8,18 +8,18 @@
 //! reset (the guard `Hold` resets it when dropped).
 
 use crate::rdma::{
-    big, got, leftovers, notes_obs, one_note, rdma_op, recv_notes, same, silent_for, vmlck_kb,
-    wait_notes, Env, Hold, Op, LO,
+    big, got, leftovers, notes_obs, one_note, rdma_op, recv_notes, same, send_ctl, silent_for,
+    vmlck_kb, wait_notes, Env, Hold, Op, LO,
 };
-use crate::util::{drain, err_name, res_obs, v4, ARRIVAL};
+use crate::util::{drain, err_name, pattern, res_obs, v4, ARRIVAL};
 use crate::Report;
 use librds::rdma::{
     BarrierArgs, RDS_BARRIER_ARGS_SIZE, RDS_RDMA_DONTWAIT, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE,
     RDS_RDMA_SILENT,
 };
 use librds::{
-    sockaddr_bytes, AtomicArgs, AtomicOp, FaultRegion, RdmaMem, RdsIovec, RdsSocket, UserBuf,
-    RDS_CANCEL_SENT_TO, SOL_RDS,
+    sockaddr_bytes, AtomicArgs, AtomicOp, ControlBuf, FaultRegion, GetMrArgs, RdmaMem, RdsIovec,
+    RdsSocket, UserBuf, RDS_CANCEL_SENT_TO, SOL_RDS,
 };
 use std::io;
 use std::net::SocketAddr;
@@ -551,13 +551,15 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &format!("note={} client={}", one_note(&b), got(&e.c)),
         "note=REMOTE_ERROR#850 client=got=flush-y",
     );
-    // Closing with notifications unread and registrations left.
+    // Closing with a notification unread and registrations left: the registrations (one
+    // page each, charged to VmLck) are freed with the socket.
     {
         let z = big(v4(LO, 4645))?;
-        for i in 0..3 {
-            let _ = z.get_mr(ymem.at(i * 64), 64, RDS_RDMA_READWRITE);
-        }
-        let _ = rdma_op(
+        let regs: Vec<String> = (0..3)
+            .map(|i| res_obs(&z.get_mr(ymem.at(i * 64), 64, RDS_RDMA_READWRITE)))
+            .collect();
+        let registered = vmlck_kb() - lck0;
+        let sent = rdma_op(
             &z,
             &d1,
             &op(cookie, 0, RDS_RDMA_NOTIFY_ME, 1),
@@ -565,10 +567,29 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
             None,
             0,
         );
-        let _ = got(&e.c);
-        let (res, _) = z.barrier(&d1, 1, 0);
-        let _ = res;
+        let client = got(&e.c);
+        let done = bar(&z, &d1, 1, 0);
+        // The first poll takes the congestion map updates a fresh socket sees once; then
+        // POLLIN is the notification (z receives no messages).
+        let _ = z.poll(libc::POLLIN, Duration::ZERO);
+        let pending = z
+            .poll(libc::POLLIN, Duration::ZERO)
+            .is_ok_and(|ev| ev & libc::POLLIN != 0);
+        r.expect(
+            "close_with_notification_and_registrations_setup",
+            &format!(
+                "regs={} vmlck={registered:+} {} client={client} {done} pending={pending}",
+                regs.join(","),
+                res_obs(&sent)
+            ),
+            "regs=OK,OK,OK vmlck=+12 OK client=got=z OK mark=1 pending=true",
+        );
         drop(z);
+        r.expect(
+            "close_with_notification_and_registrations",
+            &format!("vmlck={:+}{}", vmlck_kb() - lck0, leftovers(&e.c, &b)),
+            "vmlck=+0",
+        );
     }
     // Both ends close while an operation between them is held.
     {
@@ -608,7 +629,270 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         ),
         "got=flush-z vmlck=+0",
     );
+    held_ops_one_barrier(r, e, &b)?;
+    rdma_map_refused(r, e, &smem, cookie)?;
     let _ = e.c.free_mr(cookie, 0);
     let _ = c2.free_mr(cookie2, 0);
+    Ok(())
+}
+
+/// Many RDMA writes held to one destination: while held, their target is untouched and one
+/// barrier call blocks; after the release it returns once, with the mark of the last, and a
+/// receiver reading the messages as they come finds each write's data in place.
+fn held_ops_one_barrier(r: &mut Report, e: &mut Env, b: &RdsSocket) -> Result<(), String> {
+    const N: usize = 16;
+    const SEG: usize = 64;
+    let d5 = v4(LO, 4650);
+    let c5 = big(d5)?;
+    let target = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let src = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    target.fill(0xEE);
+    let data: Vec<Vec<u8>> = (0..N).map(|i| pattern(SEG, 500 + i as u64)).collect();
+    for (i, d) in data.iter().enumerate() {
+        src.write(i * SEG, d);
+    }
+    let cookie5 = c5
+        .get_mr(target.at(0), (N * SEG) as u64, RDS_RDMA_READWRITE)
+        .map_err(|err| format!("GET_MR: {err}"))?;
+    let hold = Hold::on()?;
+    let mut ids = Vec::new();
+    let mut fails = 0;
+    for i in 0..N {
+        let o = Op {
+            cookie: cookie5,
+            remote_addr: (i * SEG) as u64,
+            remote_bytes: SEG as u64,
+            local: vec![RdsIovec {
+                addr: src.at(i * SEG),
+                bytes: SEG as u64,
+            }],
+            flags: RDS_RDMA_READWRITE,
+            token: 0,
+        };
+        let mut id = 0;
+        if rdma_op(b, &d5, &o, format!("w{i}").as_bytes(), Some(&mut id), 0).is_err() {
+            fails += 1;
+        }
+        ids.push(id);
+    }
+    r.expect(
+        "barrier_held_16_ops",
+        &format!("fails={fails} ids={:?}", ids),
+        &format!("fails=0 ids={:?}", (1..=N as u64).collect::<Vec<_>>()),
+    );
+    r.expect(
+        "rdma_write_held_target_untouched",
+        &format!(
+            "data={} client={} {}",
+            same(&target.read(0, 4096), &[0xEE; 4096]),
+            if silent_for(&c5, Duration::from_millis(200)) {
+                "nothing"
+            } else {
+                "message"
+            },
+            bar(b, &d5, 1, RDS_RDMA_DONTWAIT)
+        ),
+        "data=ok client=nothing EAGAIN mark=0",
+    );
+    let last = ids[N - 1];
+    let (waited, seen) = std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| bar(b, &d5, last, 0));
+        // Reads the messages as they arrive; on each, checks that its write is in place.
+        let reader = sc.spawn(|| {
+            let mut v = Vec::new();
+            let mut buf = [0u8; 64];
+            for _ in 0..=N {
+                match c5.recv(&mut buf, 0) {
+                    Ok(n) => {
+                        let label = String::from_utf8_lossy(&buf[..n]).into_owned();
+                        let i = label
+                            .strip_prefix('w')
+                            .and_then(|x| x.parse::<usize>().ok())
+                            .filter(|i| *i < N);
+                        match i {
+                            Some(i) => v.push(format!(
+                                "{label}={}",
+                                same(&target.read(i * SEG, SEG), &data[i])
+                            )),
+                            None => v.push(label),
+                        }
+                    }
+                    Err(err) => {
+                        v.push(err_name(&err));
+                        break;
+                    }
+                }
+            }
+            v.join(",")
+        });
+        std::thread::sleep(Duration::from_millis(400));
+        let early = format!(
+            "early_barrier={} early_reader={}",
+            waiter.is_finished(),
+            reader.is_finished()
+        );
+        drop(hold);
+        let _ = e.s.send_to(b"flush", d5);
+        let w = waiter.join().unwrap_or_else(|_| "panicked".into());
+        let seen = reader.join().unwrap_or_else(|_| "panicked".into());
+        (format!("{early} {w}"), seen)
+    });
+    r.expect(
+        "barrier_one_call_many_completions",
+        &waited,
+        &format!("early_barrier=false early_reader=false OK mark={N}"),
+    );
+    let want: Vec<String> = (0..N).map(|i| format!("w{i}=ok")).collect();
+    r.expect(
+        "rdma_write_data_in_place_on_arrival",
+        &seen,
+        &format!("{},flush", want.join(",")),
+    );
+    let mut all = vec![0xEE; 4096];
+    for (i, d) in data.iter().enumerate() {
+        all[i * SEG..(i + 1) * SEG].copy_from_slice(d);
+    }
+    r.expect(
+        "rdma_write_held_then_all_data",
+        &format!(
+            "data={}{}",
+            same(&target.read(0, 4096), &all),
+            leftovers(&c5, b)
+        ),
+        "data=ok",
+    );
+    let _ = c5.free_mr(cookie5, 0);
+    Ok(())
+}
+
+/// A `sendmsg` with `RDS_CMSG_RDMA_MAP` refused because the send buffer is full (`EAGAIN`,
+/// or `ETIMEDOUT` after `SO_SNDTIMEO`): the registration it made is undone (VmLck back, the
+/// cookie written to the caller names nothing), nothing is sent; an operation refused the
+/// same way takes no id.
+fn rdma_map_refused(
+    r: &mut Report,
+    e: &mut Env,
+    smem: &RdmaMem,
+    cookie: u64,
+) -> Result<(), String> {
+    let d6 = v4(LO, 4651);
+    let rx = big(d6)?;
+    let m = crate::util::bound(v4(LO, 4652))?;
+    m.set_int(libc::SOL_SOCKET, libc::SO_SNDBUF, 4096)
+        .map_err(|err| format!("SO_SNDBUF: {err}"))?;
+    let mapmem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let lck = vmlck_kb();
+    let filler = [0x46u8; 1000];
+    let map = |flags: i32| -> String {
+        let mut cookie = 0u64;
+        let mut c = ControlBuf::new();
+        c.rdma_map(&GetMrArgs {
+            vec: RdsIovec {
+                addr: mapmem.at(100),
+                bytes: 300,
+            },
+            cookie_addr: &mut cookie as *mut u64 as u64,
+            flags: RDS_RDMA_READWRITE,
+        });
+        let res = send_ctl(&m, &d6, b"map", &c, flags);
+        let vm = vmlck_kb() - lck;
+        // SAFETY: `cookie` is a live local the kernel may have written.
+        let cookie = unsafe { std::ptr::read_volatile(&cookie) };
+        let after = if cookie == 0 {
+            "cookie=unwritten".to_string()
+        } else {
+            format!("cookie=written free={}", res_obs(&m.free_mr(cookie, 0)))
+        };
+        format!("{} vmlck={vm:+} {after}", res_obs(&res))
+    };
+    {
+        let _hold = Hold::on()?;
+        let mut accepted = 0;
+        let stop = loop {
+            match m.send_to_flags(&filler, &d6, libc::MSG_DONTWAIT) {
+                Ok(_) => accepted += 1,
+                Err(err) => break err_name(&err),
+            }
+            if accepted == 64 {
+                break "none".into();
+            }
+        };
+        r.expect(
+            "rdma_map_full_sndbuf_setup",
+            &format!("accepted={accepted} stop={stop}"),
+            "accepted=5 stop=EAGAIN",
+        );
+        r.expect(
+            "rdma_map_eagain_undone",
+            &map(libc::MSG_DONTWAIT),
+            "EAGAIN vmlck=+0 cookie=written free=EINVAL",
+        );
+        let _ = m.set_send_timeout(Some(Duration::from_millis(200)));
+        r.expect(
+            "rdma_map_etimedout_undone",
+            &map(0),
+            "ETIMEDOUT vmlck=+0 cookie=written free=EINVAL",
+        );
+        let _ = m.set_send_timeout(Some(ARRIVAL));
+        // An operation refused for the full buffer takes no id.
+        let o = Op {
+            cookie,
+            remote_addr: 0,
+            remote_bytes: 16,
+            local: vec![RdsIovec {
+                addr: smem.at(0),
+                bytes: 16,
+            }],
+            flags: RDS_RDMA_READWRITE,
+            token: 0,
+        };
+        let mut id = 12345u64;
+        let res = rdma_op(&m, &e.ca, &o, b"op", Some(&mut id), libc::MSG_DONTWAIT);
+        r.expect(
+            "rdma_op_eagain_takes_no_id",
+            &format!("{} id={id}", res_obs(&res)),
+            "EAGAIN id=12345",
+        );
+    }
+    // The release (m's buffer is still full: another socket's send on the connection), then
+    // an operation from m to the client: its first, id 1.
+    let kick = res_obs(&e.s.send_to(b"flush", e.ca));
+    let o = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 16,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 16,
+        }],
+        flags: RDS_RDMA_READWRITE,
+        token: 0,
+    };
+    let mut id = 0u64;
+    let res = rdma_op(&m, &e.ca, &o, b"op", Some(&mut id), 0);
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 2048];
+    while crate::util::wait_msg_for(&rx, Duration::from_millis(300)) {
+        match rx.recv(&mut buf, libc::MSG_DONTWAIT) {
+            Ok(n) if buf[..n] == filler => seen.push("fill".to_string()),
+            Ok(n) => seen.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
+            Err(err) => {
+                seen.push(err_name(&err));
+                break;
+            }
+        }
+    }
+    r.expect(
+        "rdma_map_refused_nothing_sent",
+        &format!(
+            "kick={kick} {} id={id} client={},{} rx={} vmlck={:+}",
+            res_obs(&res),
+            got(&e.c),
+            got(&e.c),
+            seen.join(","),
+            vmlck_kb() - lck
+        ),
+        "kick=OK OK id=1 client=got=flush,got=op rx=fill,fill,fill,fill,fill vmlck=+0",
+    );
     Ok(())
 }
