@@ -155,8 +155,11 @@ for name in reg_zero_length reg_258_pages reg_unmapped reg_no_mlock_valid free_u
     free_cookie_0_flush; do
   expect+=(--expect "$res/a/rdma-reg.c.tap:$name" --expect "$res/b/rdma-reg.rs.tap:$name")
 done
-for name in rmmod_with_open_socket load_rs_while_c_loaded load_rs_after_c_unloaded; do
+for name in load_rs_while_c_loaded load_rs_after_c_unloaded; do
   expect+=(--expect "$res/b/exclusion.tap:$name")
+done
+for name in rmmod_with_open_sockets sockets_work_after_refused_unload; do
+  expect+=(--expect "$res/a/unload.c.tap:$name" --expect "$res/b/unload.rs.tap:$name")
 done
 expect+=(--expect "$res/a/pingpong-c-rxe.tap:pingpong_server"
          --expect "$res/b/pingpong-c-rxe.tap:pingpong_client")

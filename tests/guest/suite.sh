@@ -27,6 +27,34 @@ datapath() {
   run_prog harness.tap "load_$impl" "$TESTS" load "$LOAD_MESSAGES" 600 > "$OUT/load.$impl.tap"
 }
 
+# Unloading while sockets are open (one unbound, two bound with a message unread): rmmod
+# fails with EBUSY and changes nothing: afterwards the sockets still work. Paired
+# (unload.IMPL.tap). C's rds_tcp holds no socket and goes first, so that only the sockets
+# keep rds.ko in.
+unload_with_open_sockets() {
+  local impl=$1 mod=$2 f=unload.$1.tap holder err=
+  rm -f "$OUT/go-$impl"
+  "$TESTS" hold 60 "$OUT/go-$impl" > "$OUT/hold-$impl.out" 2>&1 & holder=$!
+  for _ in $(seq 300); do grep -q holding "$OUT/hold-$impl.out" && break; sleep 0.1; done
+  if grep -q holding "$OUT/hold-$impl.out"; then
+    if [ "$impl" = c ]; then rmmod rds_tcp || err="rmmod rds_tcp failed"; fi
+    [ -z "${err:-}" ] && err=$(rmmod "$mod" 2>&1)
+    if loaded "$mod" && [[ $err == *"in use"* ]]; then tap $f ok rmmod_with_open_sockets EBUSY
+    else tap $f not rmmod_with_open_sockets "unloaded" "$err"; fi
+    touch "$OUT/go-$impl"
+    wait "$holder"
+    local after; after=$(grep after-unload "$OUT/hold-$impl.out")
+    if [ "$after" = "after-unload first=held send=Ok(()) second=after" ]; then
+      tap $f ok sockets_work_after_refused_unload "$after"
+    else
+      tap $f not sockets_work_after_refused_unload "${after:-none}" "$(cat "$OUT/hold-$impl.out")"
+    fi
+  else
+    tap $f not rmmod_with_open_sockets none "hold program did not start: $(cat "$OUT/hold-$impl.out")"
+    kill "$holder"; wait "$holder"
+  fi
+}
+
 # In-tree C RDS.
 if [ "$PART" != rs ]; then
 if load_c; then
@@ -41,6 +69,7 @@ if load_c; then
   run_prog harness.tap netns_c "$TESTS" netns EADDRINUSE > "$OUT/netns-c.tap"
   run_prog harness.tap cong_c "$TESTS" cong never > "$OUT/cong-c.tap"
   run_prog harness.tap ping_cross_c "$TESTS" ping-cross other > "$OUT/ping-cross-c.tap"
+  unload_with_open_sockets c rds
   unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
 else
   tap harness.tap not load_c failed "insmod of the C modules failed"
@@ -70,17 +99,7 @@ if load_rs; then
   # that rdma-pair.sh makes on guest a (so only when the suite is split over two guests).
   [ "$PART" = rs ] && run_prog harness.tap rdma_reg_rs "$TESTS" rdma-reg 127.0.0.1 \
     > "$OUT/rdma-reg.rs.tap"
-  # A socket held open pins the module: rmmod must fail with EBUSY and change nothing.
-  "$TESTS" hold 60 > "$OUT/hold.out" 2>&1 & holder=$!
-  for _ in $(seq 300); do grep -q holding "$OUT/hold.out" && break; sleep 0.1; done
-  if grep -q holding "$OUT/hold.out"; then
-    err=$(rmmod rds_rs 2>&1)
-    if loaded rds_rs && [[ $err == *"in use"* ]]; then tap exclusion.tap ok rmmod_with_open_socket EBUSY
-    else tap exclusion.tap not rmmod_with_open_socket "unloaded" "$err"; fi
-  else
-    tap exclusion.tap not rmmod_with_open_socket none "hold program did not start: $(cat "$OUT/hold.out")"
-  fi
-  kill "$holder"; wait "$holder"
+  unload_with_open_sockets rs rds_rs
   unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
 else
   tap harness.tap not load_rs failed "insmod rds_rs.ko failed"

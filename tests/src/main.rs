@@ -31,7 +31,9 @@
 //! - `rds-tests rdma-reg <addr> [ib]`: registration rules on a transport with memory
 //!   registrations (C's RDS/IB, rds_rs's loopback).
 //! - `rds-tests load [messages [timeout-seconds]]`: 8 processes, 64 sockets, content checks.
-//! - `rds-tests hold <seconds>`: open an RDS socket, print `holding`, keep it open that long.
+//! - `rds-tests hold <seconds> [go-file]`: open RDS sockets (one unbound, two bound with a
+//!   message unread), print `holding`, keep them open that long; with `go-file`, once it
+//!   exists, check that they still work and print `after-unload ...`.
 //! - `rds-tests pingpong server <addr> <port> <count>`
 //! - `rds-tests pingpong client <local-addr> <server-addr> <port> <count>`
 
@@ -145,11 +147,50 @@ pub(crate) fn errno_name(e: i32) -> String {
 }
 
 /// Holds an RDS socket open for a while (used to check that an open socket pins the module).
-fn hold(secs: &str) -> Result<(), String> {
+fn hold(secs: &str, go: Option<&str>) -> Result<(), String> {
+    use std::time::{Duration, Instant};
     let secs: u64 = secs.parse().map_err(|_| format!("bad number {secs}"))?;
-    let _s = librds::RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    // An unbound socket, and two bound ones with a message unread in one's receive queue.
+    let _idle = librds::RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    let a = librds::RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    let b = librds::RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    a.bind("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
+        .map_err(|e| format!("bind: {e}"))?;
+    b.bind("127.0.0.1:0".parse::<std::net::SocketAddr>().expect("addr"))
+        .map_err(|e| format!("bind: {e}"))?;
+    let to_b = b.local_addr().map_err(|e| format!("getsockname: {e}"))?;
+    a.send_to(b"held", to_b).map_err(|e| format!("send: {e}"))?;
     println!("holding");
-    std::thread::sleep(std::time::Duration::from_secs(secs));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let Some(go) = go else {
+        std::thread::sleep(Duration::from_secs(secs));
+        return Ok(());
+    };
+    // When `go` appears (after the unload attempt), the sockets must still work: the held
+    // message is there, and a new one goes through.
+    while !std::path::Path::new(go).exists() {
+        if Instant::now() > deadline {
+            return Err("go file never appeared".into());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut buf = [0u8; 16];
+    let got = |b: &librds::RdsSocket, buf: &mut [u8]| -> String {
+        if !util::wait_msg_for(b, Duration::from_secs(5)) {
+            return "nothing".into();
+        }
+        match b.recv_from(buf) {
+            Ok((n, _)) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+            Err(e) => format!("recv: {e}"),
+        }
+    };
+    let first = got(&b, &mut buf);
+    let sent = a
+        .send_to(b"after", to_b)
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    let second = got(&b, &mut buf);
+    println!("after-unload first={first} send={sent:?} second={second}");
     Ok(())
 }
 
@@ -206,7 +247,8 @@ fn main() -> ExitCode {
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
         ["load", rest @ ..] => load::run(&mut report, rest),
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),
-        ["hold", secs] => hold(secs),
+        ["hold", secs] => hold(secs, None),
+        ["hold", secs, go] => hold(secs, Some(go)),
         ["netns", expect] => netns::run(&mut report, expect),
         _ => Err("usage: rds-tests SUITE [ARGS] (see the source for the suites)".to_string()),
     };

@@ -805,6 +805,18 @@ fn rdma_map_refused(
         };
         format!("{} vmlck={vm:+} {after}", res_obs(&res))
     };
+    // An operation from m to the client.
+    let o = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 16,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 16,
+        }],
+        flags: RDS_RDMA_READWRITE,
+        token: 0,
+    };
     {
         let _hold = Hold::on()?;
         let mut accepted = 0;
@@ -835,17 +847,6 @@ fn rdma_map_refused(
         );
         let _ = m.set_send_timeout(Some(ARRIVAL));
         // An operation refused for the full buffer takes no id.
-        let o = Op {
-            cookie,
-            remote_addr: 0,
-            remote_bytes: 16,
-            local: vec![RdsIovec {
-                addr: smem.at(0),
-                bytes: 16,
-            }],
-            flags: RDS_RDMA_READWRITE,
-            token: 0,
-        };
         let mut id = 12345u64;
         let res = rdma_op(&m, &e.ca, &o, b"op", Some(&mut id), libc::MSG_DONTWAIT);
         r.expect(
@@ -857,17 +858,6 @@ fn rdma_map_refused(
     // The release (m's buffer is still full: another socket's send on the connection), then
     // an operation from m to the client: its first, id 1.
     let kick = res_obs(&e.s.send_to(b"flush", e.ca));
-    let o = Op {
-        cookie,
-        remote_addr: 0,
-        remote_bytes: 16,
-        local: vec![RdsIovec {
-            addr: smem.at(0),
-            bytes: 16,
-        }],
-        flags: RDS_RDMA_READWRITE,
-        token: 0,
-    };
     let mut id = 0u64;
     let res = rdma_op(&m, &e.ca, &o, b"op", Some(&mut id), 0);
     let mut seen = Vec::new();
