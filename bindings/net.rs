@@ -598,6 +598,10 @@ impl WaitQueue {
 }
 
 /// The arguments of a `proto_ops::poll` call.
+///
+/// # Invariants
+///
+/// `file`, `sock` and `table` are the arguments of the `poll` call in progress, valid for `'a`.
 pub(crate) struct PollCtx<'a> {
     file: *mut raw::file,
     sock: *mut raw::socket,
@@ -622,6 +626,12 @@ impl PollCtx<'_> {
 }
 
 /// The `struct msghdr` of a `sendmsg` or `recvmsg` call.
+///
+/// # Invariants
+///
+/// `msg` is the valid `msghdr` of the call in progress, for `'a`; for `sendmsg` its name (if
+/// any) has been copied into the kernel, for `recvmsg` a non-null name points to a kernel
+/// `struct sockaddr_storage`.
 pub(crate) struct MsgHdr<'a> {
     msg: *mut raw::msghdr,
     _call: PhantomData<&'a mut ()>,

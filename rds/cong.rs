@@ -29,6 +29,11 @@ use kernel::{
 };
 
 /// The congestion map of one local address.
+///
+/// # Invariants
+///
+/// `words` holds [`CONG_MAP_WORDS`] words, one bit for each of the 65,536 ports (so `word`
+/// always finds a port's word; its `Option` is never `None`).
 pub(crate) struct CongMap {
     words: KVec<AtomicU64>,
 }

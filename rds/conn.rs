@@ -63,6 +63,14 @@ struct ConnInner {
 /// A connection.
 ///
 /// Lock order: `inner` is a leaf.
+///
+/// # Invariants
+///
+/// - Only the task that set `in_xmit` (from false to true) calls the transport's `xmit` for
+///   this connection, and it clears `in_xmit` when it stops; `send_gen` is bumped by every
+///   drain, so a task that finds messages queued after another task's drain knows whether that
+///   drain could have seen them (C's `RDS_IN_XMIT` / `cp_send_gen` protocol).
+/// - Once `dead` is set (under `inner`), nothing is queued on `inner.send_queue` again.
 #[pin_data]
 pub(crate) struct Conn {
     /// The identity of the connection.

@@ -39,6 +39,10 @@ fn enospc() -> Error {
 }
 
 /// The records of one info request.
+///
+/// # Invariants
+///
+/// Unless `short`, `bytes` holds exactly the first `min(nr, room)` records, `each` bytes each.
 struct Records {
     /// Size of one record.
     each: usize,
