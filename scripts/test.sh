@@ -119,6 +119,10 @@ for impl in c:a rs:b; do
     expect+=(--expect "$res/$g/${check%%:*}-$impl.tap:${check#*:}")
   done
 done
+# A refused sender without the monitor, woken in poll: only where loopback congests (rds_rs).
+for name in cong_plain_refused cong_plain_poll_after_refusal cong_plain_poll_woken; do
+  expect+=(--expect "$res/b/cong-rs.tap:$name")
+done
 # RDMA over loopback (rds_rs only), and the registration rules paired with C's RDS/IB.
 for name in write_1_1iov read_1m_512iov write_4k1_16iov remote_offset_tampered \
     rdma_map_then_write rdma_dest_then_read atomic_fadd atomic_cswp_hit atomic_cswp_miss \

@@ -6,7 +6,8 @@
 //! does not read; a sender with `RDS_CONG_MONITOR` sends without blocking until `ENOBUFS` (at
 //! most 200 messages of 1 KiB); after the receiver drains, the sender gets a 0-byte message
 //! with an `RDS_CMSG_CONG_UPDATE` whose mask has bit `port % 64`, announced by `POLLIN`; and a
-//! blocking sender to a congested port waits until the receiver reads.
+//! blocking sender to a congested port waits until the receiver reads; with `congests`, a
+//! sender without the monitor that was refused is woken in `poll` when the port clears.
 //!
 //! Ports 4510-4519 on 127.0.0.1.
 
@@ -138,5 +139,92 @@ pub(crate) fn run(r: &mut Report, expect: &str) -> Result<(), String> {
     );
     std::thread::sleep(Duration::from_millis(200));
     drain(&rcv);
+    if congests {
+        plain_sender_woken(r, &rcv, dest, &payload)?;
+    }
+    Ok(())
+}
+
+/// `POLLIN|POLLWRBAND` of a `poll` result, as text.
+fn in_wrband(ev: i16) -> String {
+    let mut v = Vec::new();
+    if ev & libc::POLLIN != 0 {
+        v.push("IN");
+    }
+    if ev & libc::POLLWRBAND != 0 {
+        v.push("WRBAND");
+    }
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join("|")
+    }
+}
+
+/// A sender without `RDS_CONG_MONITOR` that was refused (`ENOBUFS`) and then polls is woken
+/// when the port clears, with `POLLIN|POLLWRBAND` once per map change (C's `rds_poll`:
+/// "historical reasons"). rds_rs only: C's loopback never congests.
+fn plain_sender_woken(
+    r: &mut Report,
+    rcv: &librds::RdsSocket,
+    dest: std::net::SocketAddr,
+    payload: &[u8],
+) -> Result<(), String> {
+    let plain = std::sync::Arc::new(bound(v4([127, 0, 0, 1], 4512))?);
+    let mut sent = 0;
+    let refused = loop {
+        match plain.send_to_flags(payload, &dest, libc::MSG_DONTWAIT) {
+            Ok(_) => sent += 1,
+            Err(e) => break err_name(&e),
+        }
+        if sent == LIMIT {
+            break "never".into();
+        }
+    };
+    println!("# plain sender: {sent} messages before {refused}");
+    r.expect("cong_plain_refused", &refused, "ENOBUFS");
+    // The map changed (the port went congested) since the socket last looked: reported once.
+    let first = plain.poll(libc::POLLIN | libc::POLLWRBAND, Duration::ZERO);
+    let again = plain.poll(libc::POLLIN | libc::POLLWRBAND, Duration::from_millis(200));
+    r.expect(
+        "cong_plain_poll_after_refusal",
+        &format!(
+            "first={} again={}",
+            first.map_or_else(|e| err_name(&e), in_wrband),
+            again.map_or_else(|e| err_name(&e), in_wrband)
+        ),
+        "first=IN|WRBAND again=none",
+    );
+    // Refused again, then a blocking poll: woken when the receiver drains.
+    let refused = res_obs(&plain.send_to_flags(payload, &dest, libc::MSG_DONTWAIT));
+    let p2 = plain.clone();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(p2.poll(libc::POLLIN | libc::POLLWRBAND, Duration::from_secs(10)));
+    });
+    let early = rx.recv_timeout(Duration::from_millis(500)).ok();
+    let drained = drain(rcv);
+    println!("# receiver drained {drained} messages while the plain sender polled");
+    let late = match early {
+        Some(_) => None,
+        None => rx.recv_timeout(Duration::from_secs(10)).ok(),
+    };
+    let woken = match (early, late) {
+        (Some(ev), _) => format!("at_once={}", ev.map_or_else(|e| err_name(&e), in_wrband)),
+        (None, Some(ev)) => format!("woken={}", ev.map_or_else(|e| err_name(&e), in_wrband)),
+        (None, None) => "still_blocked".into(),
+    };
+    let after = plain.poll(libc::POLLIN | libc::POLLWRBAND, Duration::from_millis(200));
+    let send = res_obs(&plain.send_to_flags(payload, &dest, libc::MSG_DONTWAIT));
+    r.expect(
+        "cong_plain_poll_woken",
+        &format!(
+            "refused={refused} {woken} then={} send={send}",
+            after.map_or_else(|e| err_name(&e), in_wrband)
+        ),
+        "refused=ENOBUFS woken=IN|WRBAND then=none send=OK",
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    drain(rcv);
     Ok(())
 }
