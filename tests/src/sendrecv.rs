@@ -404,6 +404,27 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
         "queued=1",
     );
 
+    // recvmsg flags other than OOB, ERRQUEUE, PEEK, TRUNC and DONTWAIT are ignored (C's
+    // rds_recvmsg looks at no others): each receives its message normally.
+    for (name, flag) in [
+        ("recv_flag_waitall", libc::MSG_WAITALL),
+        ("recv_flag_cmsg_cloexec", libc::MSG_CMSG_CLOEXEC),
+        ("recv_flag_nosignal", libc::MSG_NOSIGNAL),
+        ("recv_flag_eor", libc::MSG_EOR),
+    ] {
+        let sent = res_obs(&a.send_to(b"rf", ab));
+        let obs = if wait_msg(&b) {
+            let mut buf = [0u8; 8];
+            match b.recv(&mut buf, flag | libc::MSG_DONTWAIT) {
+                Ok(n) => format!("send={sent} recv={}", String::from_utf8_lossy(&buf[..n])),
+                Err(e) => format!("send={sent} recv={}", err_name(&e)),
+            }
+        } else {
+            format!("send={sent} nothing_arrived")
+        };
+        r.expect(name, &obs, "send=OK recv=rf");
+    }
+
     // msg_name: lengths, families and addresses C refuses.
     let sin = sockaddr_bytes(&ab);
     let mut long_name = sin.clone();
