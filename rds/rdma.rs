@@ -38,12 +38,12 @@ use crate::bindings::mm::{random_u32, LockedVm, PinnedPages, PAGE_SIZE};
 use crate::bindings::net::{eopnotsupp, errno, NetId, Sock};
 use crate::proto::{
     check_atomic, check_rdma_bytes, check_registration_mlock, cmsgs, cookie_key, make_cookie,
-    rdma_pages, Addr, AtomicArgs, AtomicOp, GetMrArgs, MrError, OpTracker, Quarantine, RdmaArgs,
-    RdsIovec, Region, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD,
-    RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS,
-    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP, RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN,
-    RDS_RDMA_NOTIFY_ME, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SILENT, RDS_RDMA_USE_ONCE, SOL_RDS,
-    UIO_MAXIOV,
+    rdma_pages, Addr, AtomicArgs, AtomicOp, BarrierState, GetMrArgs, MrError, OpTracker,
+    Quarantine, RdmaArgs, RdsIovec, Region, SocketIds, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
+    RDS_CMSG_ATOMIC_FADD, RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD,
+    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP,
+    RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN, RDS_RDMA_NOTIFY_ME, RDS_RDMA_REMOTE_ERROR,
+    RDS_RDMA_SILENT, RDS_RDMA_USE_ONCE, SOL_RDS, UIO_MAXIOV,
 };
 use crate::proto::{ATOMIC_ARGS_LEN, GET_MR_ARGS_LEN};
 use crate::socket::{Rds, RdsSocket};
@@ -673,5 +673,119 @@ pub(crate) fn execute_loopback(
     }
 }
 
-/// The per-destination op trackers of a socket.
-pub(crate) type Trackers = RBTree<(Addr, u16), KBox<Tracker>>;
+/// How many op trackers a socket keeps before it forgets those with nothing outstanding.
+const TRACKERS_KEPT: usize = 64;
+
+/// What issuing an op id for a destination found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Issue {
+    /// The id.
+    Issued(u64),
+    /// The destination's window is full (`OP_WINDOW * 64` ids outstanding).
+    Full,
+    /// The destination has no tracker (it was forgotten meanwhile): make one and try again.
+    Missing,
+}
+
+/// The op-id trackers of a socket, by destination, and the socket-wide id bookkeeping that
+/// lets it forget trackers with nothing outstanding ([`SocketIds`]).
+///
+/// # Invariants
+///
+/// `count` is the number of trackers in `map`; a destination without a tracker has no
+/// operation outstanding.
+pub(crate) struct Trackers {
+    map: RBTree<(Addr, u16), KBox<Tracker>>,
+    count: usize,
+    ids: SocketIds,
+}
+
+impl Trackers {
+    /// No trackers.
+    pub(crate) fn new() -> Self {
+        Self {
+            map: RBTree::new(),
+            count: 0,
+            ids: SocketIds::new(),
+        }
+    }
+
+    /// Whether `dest` has a tracker.
+    pub(crate) fn contains(&self, dest: &(Addr, u16)) -> bool {
+        self.map.get(dest).is_some()
+    }
+
+    /// Adds a tracker for `dest` (which has none) in the memory given, starting where
+    /// [`SocketIds::first_id`] says; then, past [`TRACKERS_KEPT`] trackers, forgets the idle
+    /// ones of other destinations. Runs under the socket's spinlock: it frees, but does not
+    /// allocate.
+    pub(crate) fn insert(
+        &mut self,
+        dest: (Addr, u16),
+        node: RBTreeNodeReservation<(Addr, u16), KBox<Tracker>>,
+        mut tracker: KBox<Tracker>,
+    ) {
+        *tracker = Tracker::starting_at(self.ids.first_id());
+        self.map.insert(node.into_node(dest, tracker));
+        self.count += 1;
+        if self.count > TRACKERS_KEPT {
+            self.forget_idle(dest);
+        }
+    }
+
+    /// Forgets the trackers with nothing outstanding, except `keep`'s.
+    fn forget_idle(&mut self, keep: (Addr, u16)) {
+        loop {
+            let mut batch = [None; 32];
+            let mut n = 0;
+            for (k, t) in self.map.iter() {
+                if *k != keep && t.is_idle() {
+                    if let Some(slot) = batch.get_mut(n) {
+                        *slot = Some(*k);
+                        n += 1;
+                    } else {
+                        break;
+                    }
+                }
+            }
+            if n == 0 {
+                return;
+            }
+            for k in batch.iter().flatten() {
+                if self.map.remove(k).is_some() {
+                    self.count = self.count.saturating_sub(1);
+                    self.ids.forgot();
+                }
+            }
+        }
+    }
+
+    /// Issues the next id for `dest`.
+    pub(crate) fn issue(&mut self, dest: &(Addr, u16)) -> Issue {
+        let Some(t) = self.map.get_mut(dest) else {
+            return Issue::Missing;
+        };
+        match t.issue() {
+            Some(id) => {
+                self.ids.issued(id);
+                Issue::Issued(id)
+            }
+            None => Issue::Full,
+        }
+    }
+
+    /// Records the completion of `id` to `dest`.
+    pub(crate) fn complete(&mut self, dest: &(Addr, u16), id: u64) {
+        if let Some(t) = self.map.get_mut(dest) {
+            t.complete(id);
+        }
+    }
+
+    /// The mark of `dest` and the state of a barrier waiting for `id` there.
+    pub(crate) fn barrier(&self, dest: &(Addr, u16), id: u64) -> (u64, BarrierState) {
+        match self.map.get(dest) {
+            Some(t) => (t.mark(), t.barrier(id)),
+            None => self.ids.untracked(id),
+        }
+    }
+}

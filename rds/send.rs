@@ -24,7 +24,7 @@ use crate::proto::{
     scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
-use crate::rdma::{read_local_vecs, LocalVecs, RdmaOp, SendRdma, Tracker};
+use crate::rdma::{read_local_vecs, Issue, LocalVecs, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
 use crate::stats;
 use kernel::{
@@ -124,9 +124,6 @@ fn queue_message(
         return Err(EFAULT);
     }
     let dest = (route.dest.addr, route.dest.port);
-    if rdma.op.is_some() {
-        s.ensure_tracker(dest)?;
-    }
     wait_uncongested(sock, conn, route.dest.port, nonblock)?;
 
     let m = Message::new(MessageParts {
@@ -142,27 +139,33 @@ fn queue_message(
     })?;
     let mlen = u64::from(m.len);
     let op: Option<&RdmaOp> = m.op.as_deref();
-    // `Some(ack_required)` once admitted.
-    let mut admitted = None;
-    let mut admit = || {
-        if admitted.is_none() {
-            admitted = s.admit(mlen, sndbuf, op, dest);
+    let ack_required = loop {
+        if op.is_some() {
+            s.ensure_tracker(dest)?;
         }
-        admitted.is_some()
-    };
-    if !admit() {
-        loop {
+        let mut outcome = Admit::Full;
+        let mut admit = || {
+            outcome = s.admit(mlen, sndbuf, op, dest);
+            outcome != Admit::Full
+        };
+        if !admit() {
             stats::inc(Stat::SendQueueFull);
             if nonblock {
                 return Err(EAGAIN);
             }
             match sock.wait(sock.sndtimeo(false), &mut admit) {
-                WaitOutcome::Ready(_) => break,
+                WaitOutcome::Ready(_) => {}
                 WaitOutcome::TimedOut => return Err(etimedout()),
                 WaitOutcome::Interrupted => return Err(erestartsys()),
             }
         }
-    }
+        match outcome {
+            Admit::Admitted(ack) => break ack,
+            // The destination's tracker was forgotten meanwhile (it had nothing outstanding):
+            // make one again.
+            Admit::NoTracker | Admit::Full => continue,
+        }
+    };
     if let Some(op) = op {
         if rdma.id_addr != 0 {
             let written = usize::try_from(rdma.id_addr)
@@ -177,7 +180,7 @@ fn queue_message(
             }
         }
     }
-    if admitted == Some(true) {
+    if ack_required {
         m.set_ack_required();
     }
     // The registration of an RDMA_MAP now belongs to the message's receiver.
@@ -191,6 +194,17 @@ fn queue_message(
     stats::inc(Stat::SendQueued);
     conn.xmit_and_reschedule();
     Ok(())
+}
+
+/// What [`RdsSocket::admit`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admit {
+    /// Charged (and the op numbered); whether the message asks for an ack.
+    Admitted(bool),
+    /// The send buffer, or the destination's op window, is full.
+    Full,
+    /// The op's destination has no tracker: make one and try again.
+    NoTracker,
 }
 
 /// Where a send goes: the socket's binding, the destination and the scope, the transport.
@@ -268,32 +282,35 @@ impl RdsSocket {
     /// gives the message's operation the next id for `dest`, if the id window has room.
     /// Returns `None` when it cannot, else whether the send buffer is half full (the message
     /// then asks for an ack, as in C).
-    fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> Option<bool> {
+    fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> Admit {
         let mut d = self.data.lock();
         if !sndbuf_admits(d.snd_bytes, sndbuf) {
-            return None;
+            return Admit::Full;
         }
         if let Some(op) = op {
-            let id = d.trackers.get_mut(&dest).and_then(|t| t.issue())?;
-            op.set_id(id);
+            match d.trackers.issue(&dest) {
+                Issue::Issued(id) => op.set_id(id),
+                Issue::Full => return Admit::Full,
+                Issue::Missing => return Admit::NoTracker,
+            }
         }
         d.snd_bytes = d.snd_bytes.saturating_add(len);
-        Some(sndbuf_ack_required(d.snd_bytes, sndbuf))
+        Admit::Admitted(sndbuf_ack_required(d.snd_bytes, sndbuf))
     }
 
     /// Makes sure the socket has an op-id tracker for `dest`.
     fn ensure_tracker(&self, dest: (Addr, u16)) -> Result {
-        if self.data.lock().trackers.get(&dest).is_some() {
+        if self.data.lock().trackers.contains(&dest) {
             return Ok(());
         }
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let tracker = KBox::new(Tracker::new(), GFP_KERNEL)?;
         let spare = {
             let mut d = self.data.lock();
-            if d.trackers.get(&dest).is_some() {
+            if d.trackers.contains(&dest) {
                 Some((node, tracker))
             } else {
-                d.trackers.insert(node.into_node(dest, tracker));
+                d.trackers.insert(dest, node, tracker);
                 None
             }
         };
@@ -364,9 +381,7 @@ fn settle(msg: &Message, status: i32, notify: bool) {
         }
         match &msg.op {
             Some(op) => {
-                if let Some(t) = d.trackers.get_mut(&(msg.daddr, msg.dport)) {
-                    t.complete(op.id());
-                }
+                d.trackers.complete(&(msg.daddr, msg.dport), op.id());
                 let due = notify
                     && (op.notify
                         || (op.recverr

@@ -244,7 +244,7 @@ impl SockData {
         Self {
             recv_queue: List::new(),
             notify_queue: List::new(),
-            trackers: RBTree::new(),
+            trackers: Trackers::new(),
             account: RecvAccount::default(),
             snd_bytes: 0,
             dead: false,
@@ -625,14 +625,7 @@ fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
     let dest = parse_send_dest(&args.dest).map_err(addr_error)?;
     let key = (dest.addr, dest.port);
     let s = sock.state();
-    let state = |id: u64| -> (u64, BarrierState) {
-        let d = s.data.lock();
-        match d.trackers.get(&key) {
-            Some(t) => (t.mark(), t.barrier(id)),
-            None if id == 0 => (0, BarrierState::Reached),
-            None => (0, BarrierState::NeverIssued),
-        }
-    };
+    let state = |id: u64| -> (u64, BarrierState) { s.data.lock().trackers.barrier(&key, id) };
     let (mut mark, st) = state(args.wait_id);
     let mut result = Ok(());
     match st {

@@ -143,7 +143,9 @@ for name in write_1_1iov read_1m_512iov write_4k1_16iov remote_offset_tampered \
     good_op_after_bad_input vmlck_after_close v6_write_4k rlimit_memlock_charged \
     rlimit_memlock_0_no_cap close_with_notification_and_registrations \
     barrier_one_call_many_completions rdma_write_held_target_untouched \
-    rdma_write_data_in_place_on_arrival rdma_map_eagain_undone rdma_map_etimedout_undone; do
+    rdma_write_data_in_place_on_arrival rdma_map_eagain_undone rdma_map_etimedout_undone \
+    args_local_4g_minus_1 rdma_id_failed_calls_take_none many_destinations_ids \
+    many_destinations_forgotten_barrier; do
   expect+=(--expect "$res/b/rdma-rs.tap:$name")
 done
 # Messages held on their connections (rds_rs only).

@@ -16,7 +16,10 @@
  * The barrier (from RDS's founding design).
  *
  * Every RDMA or atomic operation a socket sends gets an id, counting up from 1 per socket and
- * destination (address and port). To learn an operation's id, add an RDS_CMSG_RDMA_ID control
+ * destination (address and port). A socket that has sent operations to more than 64
+ * destinations forgets those with nothing outstanding; a forgotten destination's next ids
+ * continue above every id the socket has issued, so ids to a destination always increase,
+ * and its mark is the largest id issued when it was forgotten. To learn an operation's id, add an RDS_CMSG_RDMA_ID control
  * message to the sendmsg that carries it: its data is a __u64 user address, where the id is
  * written when sendmsg accepts the operation.
  *

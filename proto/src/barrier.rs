@@ -5,8 +5,9 @@
 //! comment "deprecated: RDS_BARRIER 4").
 //!
 //! Every RDMA or atomic operation a socket sends to a destination gets an
-//! id, increasing by one per (socket, destination) and starting at 1,
-//! which `sendmsg` hands to the caller when it accepts the operation (see
+//! id, increasing per (socket, destination) and starting at 1 (by one,
+//! until the socket forgets idle destinations: [`SocketIds`]), which
+//! `sendmsg` hands to the caller when it accepts the operation (see
 //! [`RDS_CMSG_RDMA_ID`]). The core keeps the high-water mark: the largest
 //! id `H` such that every operation with an id up to `H` has completed
 //! locally, whatever the outcome (success, failure, cancel or drop all
@@ -134,7 +135,7 @@ pub enum BarrierState {
 /// with a completion window of `W * 64` ids past the mark, held in a
 /// fixed bitmap (no allocation).
 ///
-/// Ids are issued in order from 1. At most `W * 64` ids past the mark can
+/// Ids are issued in order from 1 (or [`OpTracker::starting_at`]). At most `W * 64` ids past the mark can
 /// be outstanding or completed out of order ([`OpTracker::can_issue`]);
 /// the caller holds further operations back (or fails them) until the mark
 /// moves. Ids are `u64` and never wrap: the tracker stops issuing at
@@ -154,11 +155,27 @@ impl<const W: usize> OpTracker<W> {
     /// A tracker with nothing issued: next id 1, mark 0.
     #[must_use]
     pub const fn new() -> Self {
+        Self::starting_at(1)
+    }
+
+    /// A tracker whose first id is `first` (at least 1) and whose mark is
+    /// `first - 1`: for a destination every earlier operation of which (if
+    /// any) completed with an id below `first`.
+    #[must_use]
+    pub const fn starting_at(first: u64) -> Self {
+        let first = if first == 0 { 1 } else { first };
         OpTracker {
-            next: 1,
-            mark: 0,
+            next: first,
+            mark: first.saturating_sub(1),
             done: [0; W],
         }
+    }
+
+    /// Whether every id issued has completed (the mark is just below the
+    /// next id).
+    #[must_use]
+    pub const fn is_idle(&self) -> bool {
+        self.mark.saturating_add(1) == self.next
     }
 
     /// The window size, `W * 64` ids (saturating).
@@ -280,5 +297,71 @@ impl<const W: usize> OpTracker<W> {
 impl<const W: usize> Default for OpTracker<W> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The socket-wide part of the id bookkeeping, which lets a socket forget
+/// the [`OpTracker`] of a destination that has nothing outstanding (so the
+/// trackers a socket keeps are bounded by its busy destinations, not by
+/// every destination it ever sent an operation to).
+///
+/// - A destination without a tracker has no operation outstanding.
+/// - Once any tracker was forgotten, a new tracker starts above every id
+///   the socket has issued ([`SocketIds::first_id`]), so each
+///   destination's ids keep increasing; until then it starts at 1.
+/// - A barrier on a destination without a tracker ([`SocketIds::untracked`])
+///   reports the mark `floor`, the largest id issued when a tracker was last
+///   forgotten: every operation to that destination up to it has completed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketIds {
+    /// The largest id issued to any destination.
+    max_issued: u64,
+    /// [`SocketIds::max_issued`] when a tracker was last forgotten; 0 while
+    /// none was.
+    floor: u64,
+}
+
+impl SocketIds {
+    /// Nothing issued, nothing forgotten.
+    #[must_use]
+    pub const fn new() -> Self {
+        SocketIds {
+            max_issued: 0,
+            floor: 0,
+        }
+    }
+
+    /// The first id of a new tracker.
+    #[must_use]
+    pub const fn first_id(&self) -> u64 {
+        if self.floor == 0 {
+            1
+        } else {
+            self.max_issued.saturating_add(1)
+        }
+    }
+
+    /// Records an id issued by any tracker.
+    pub fn issued(&mut self, id: u64) {
+        if id > self.max_issued {
+            self.max_issued = id;
+        }
+    }
+
+    /// Records that an idle tracker is forgotten.
+    pub fn forgot(&mut self) {
+        self.floor = self.max_issued;
+    }
+
+    /// The mark and barrier state of a destination without a tracker, for
+    /// a barrier waiting for `id`: [`BarrierState::Reached`] for 0 and for
+    /// ids up to the floor, else [`BarrierState::NeverIssued`].
+    #[must_use]
+    pub const fn untracked(&self, id: u64) -> (u64, BarrierState) {
+        if id <= self.floor {
+            (self.floor, BarrierState::Reached)
+        } else {
+            (self.floor, BarrierState::NeverIssued)
+        }
     }
 }

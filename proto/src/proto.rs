@@ -53,8 +53,8 @@ pub use addr::{
     IPV6_ADDR_SITELOCAL, IPV6_ADDR_UNICAST, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
 };
 pub use barrier::{
-    BarrierArgs, BarrierState, OpTracker, BARRIER_ARGS_LEN, BARRIER_FLAGS, RDMA_ID_CMSG_LEN,
-    RDS_BARRIER, RDS_CMSG_RDMA_ID,
+    BarrierArgs, BarrierState, OpTracker, SocketIds, BARRIER_ARGS_LEN, BARRIER_FLAGS,
+    RDMA_ID_CMSG_LEN, RDS_BARRIER, RDS_CMSG_RDMA_ID,
 };
 pub use checksum::{header_checksum, internet_checksum, verify_checksum};
 pub use cmsg::{

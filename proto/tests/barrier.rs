@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use rds_proto::{
-    BarrierArgs, BarrierState, OpTracker, BARRIER_ARGS_LEN, BARRIER_FLAGS, RDMA_ID_CMSG_LEN,
-    RDS_BARRIER, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_RDMA_ARGS,
-    RDS_CMSG_RDMA_ID, RDS_CMSG_ZCOPY_COMPLETION, RDS_RDMA_DONTWAIT,
+    BarrierArgs, BarrierState, OpTracker, SocketIds, BARRIER_ARGS_LEN, BARRIER_FLAGS,
+    RDMA_ID_CMSG_LEN, RDS_BARRIER, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_CSWP,
+    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_ID, RDS_CMSG_ZCOPY_COMPLETION, RDS_RDMA_DONTWAIT,
 };
 
 // --- ABI ------------------------------------------------------------------------
@@ -299,5 +299,133 @@ proptest! {
         let e = a.encode();
         prop_assert_eq!(BarrierArgs::decode(&e), Some(a));
         prop_assert_eq!(BarrierArgs::decode(&e).unwrap().encode(), e);
+    }
+}
+
+// --- Forgetting idle trackers (SocketIds) ---------------------------------------
+
+#[test]
+fn starting_at_and_idle() {
+    let mut t = OpTracker::<1>::starting_at(10);
+    assert!(t.is_idle());
+    assert_eq!((t.mark(), t.next_id()), (9, 10));
+    assert_eq!(t.barrier(9), BarrierState::Reached);
+    assert_eq!(t.barrier(10), BarrierState::NeverIssued);
+    assert_eq!(t.issue(), Some(10));
+    assert!(!t.is_idle());
+    assert_eq!(t.barrier(10), BarrierState::Pending);
+    assert!(t.complete(10));
+    assert!(t.is_idle());
+    assert_eq!(OpTracker::<1>::starting_at(0), OpTracker::<1>::new());
+}
+
+#[test]
+fn socket_ids_rules() {
+    let mut ids = SocketIds::new();
+    // Nothing forgotten: trackers start at 1; an unknown destination has issued nothing.
+    assert_eq!(ids.first_id(), 1);
+    assert_eq!(ids.untracked(0), (0, BarrierState::Reached));
+    assert_eq!(ids.untracked(1), (0, BarrierState::NeverIssued));
+    ids.issued(5);
+    ids.issued(3);
+    assert_eq!(ids.first_id(), 1);
+    ids.forgot();
+    // Once forgotten, new trackers start above every id issued, and a destination without a
+    // tracker has completed everything up to the floor.
+    assert_eq!(ids.first_id(), 6);
+    assert_eq!(ids.untracked(5), (5, BarrierState::Reached));
+    assert_eq!(ids.untracked(6), (5, BarrierState::NeverIssued));
+}
+
+#[derive(Clone, Debug)]
+enum MultiOp {
+    Issue(u8),
+    Complete(usize),
+    Forget,
+    Barrier(u8, u64),
+}
+
+fn multi_op() -> impl Strategy<Value = MultiOp> {
+    prop_oneof![
+        4 => (0u8..4).prop_map(MultiOp::Issue),
+        3 => any::<usize>().prop_map(MultiOp::Complete),
+        1 => Just(MultiOp::Forget),
+        2 => ((0u8..4), 0u64..40).prop_map(|(d, w)| MultiOp::Barrier(d, w)),
+    ]
+}
+
+proptest! {
+    /// The socket's trackers as the module keeps them (a tracker per busy destination, idle
+    /// ones forgotten at any time), against a model of every op ever issued: ids increase per
+    /// destination, and every barrier answer is true of the model.
+    #[test]
+    fn forgetting_trackers_keeps_the_barrier_true(ops in proptest::collection::vec(multi_op(), 0..300)) {
+        use std::collections::BTreeMap;
+        let mut ids = SocketIds::new();
+        let mut trackers: BTreeMap<u8, OpTracker<1>> = BTreeMap::new();
+        // Model: every op issued, (dest, id, done).
+        let mut model: Vec<(u8, u64, bool)> = Vec::new();
+        for op in ops {
+            match op {
+                MultiOp::Issue(d) => {
+                    let t = trackers
+                        .entry(d)
+                        .or_insert_with(|| OpTracker::starting_at(ids.first_id()));
+                    if let Some(id) = t.issue() {
+                        ids.issued(id);
+                        let last = model.iter().filter(|m| m.0 == d).map(|m| m.1).max();
+                        prop_assert!(last.is_none_or(|l| id > l), "ids of {} go {:?} -> {}", d, last, id);
+                        model.push((d, id, false));
+                    }
+                }
+                MultiOp::Complete(k) => {
+                    let open: Vec<usize> = (0..model.len()).filter(|&i| !model[i].2).collect();
+                    if !open.is_empty() {
+                        let i = open[k % open.len()];
+                        model[i].2 = true;
+                        let (d, id, _) = model[i];
+                        let t = trackers.get_mut(&d);
+                        prop_assert!(t.is_some(), "a busy destination lost its tracker");
+                        if let Some(t) = t {
+                            t.complete(id);
+                        }
+                    }
+                }
+                MultiOp::Forget => {
+                    let idle: Vec<u8> = trackers.iter().filter(|(_, t)| t.is_idle()).map(|(d, _)| *d).collect();
+                    for d in idle {
+                        trackers.remove(&d);
+                        ids.forgot();
+                    }
+                }
+                MultiOp::Barrier(d, w) => {
+                    let (mark, state) = match trackers.get(&d) {
+                        Some(t) => (t.mark(), t.barrier(w)),
+                        None => ids.untracked(w),
+                    };
+                    let to_d: Vec<(u64, bool)> = model.iter().filter(|m| m.0 == d).map(|m| (m.1, m.2)).collect();
+                    // The mark is sound: every op to d up to it has completed.
+                    prop_assert!(to_d.iter().all(|&(id, done)| id > mark || done), "mark {} of {} too high", mark, d);
+                    match state {
+                        BarrierState::Reached => {
+                            prop_assert!(w <= mark);
+                            prop_assert!(to_d.iter().all(|&(id, done)| id > w || done));
+                        }
+                        BarrierState::Pending => {
+                            prop_assert!(to_d.iter().any(|&(id, done)| id <= w && !done));
+                        }
+                        BarrierState::NeverIssued => {
+                            prop_assert!(w > 0);
+                            prop_assert!(to_d.iter().all(|&(id, _)| id < w));
+                        }
+                    }
+                    // Complete: everything to d done and w no higher than its last id: reached.
+                    let last = to_d.iter().map(|m| m.0).max();
+                    if to_d.iter().all(|m| m.1) && last.is_some_and(|l| w <= l) {
+                        prop_assert_eq!(state, BarrierState::Reached);
+                    }
+                }
+            }
+        }
     }
 }

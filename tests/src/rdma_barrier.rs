@@ -21,6 +21,7 @@ use librds::{
     sockaddr_bytes, AtomicArgs, AtomicOp, ControlBuf, FaultRegion, GetMrArgs, RdmaMem, RdsIovec,
     RdsSocket, UserBuf, RDS_CANCEL_SENT_TO, SOL_RDS,
 };
+use std::collections::BTreeSet;
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -884,5 +885,71 @@ fn rdma_map_refused(
         ),
         "kick=OK OK id=1 client=got=flush,got=op rx=fill,fill,fill,fill,fill vmlck=+0",
     );
+    many_destinations(r, e, smem)
+}
+
+/// A socket that sends operations to many destinations keeps trackers only for some of them
+/// (it forgets those with nothing outstanding), and what it reports stays true: each
+/// destination's ids still increase, a forgotten destination's mark covers its ops, and an id
+/// never sent there is refused.
+fn many_destinations(r: &mut Report, e: &mut Env, smem: &RdmaMem) -> Result<(), String> {
+    let tmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let cookie =
+        e.c.get_mr(tmem.at(0), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let t = big(v4(LO, 4661))?;
+    // Silent operations with no payload send no message: no receiver is needed at the ports.
+    let o = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 8,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 8,
+        }],
+        flags: RDS_RDMA_READWRITE | RDS_RDMA_SILENT,
+        token: 0,
+    };
+    let dests: Vec<SocketAddr> = (0..100).map(|i| v4(LO, 5100 + i)).collect();
+    let mut ids = Vec::new();
+    let mut errors = 0;
+    for d in &dests {
+        let mut id = 0u64;
+        if rdma_op(&t, d, &o, b"", Some(&mut id), 0).is_err() {
+            errors += 1;
+        }
+        ids.push(id);
+    }
+    let first64 = ids.iter().take(64).all(|&id| id == 1);
+    let distinct_after: BTreeSet<u64> = ids.iter().skip(64).copied().collect();
+    r.expect(
+        "many_destinations_ids",
+        &format!(
+            "errors={errors} first64_all_1={first64} later_nonzero={}",
+            ids.iter().skip(64).all(|&id| id > 0)
+        ),
+        "errors=0 first64_all_1=true later_nonzero=true",
+    );
+    println!("# ids past the first 64 destinations: {distinct_after:?}");
+    // Destination 0 was forgotten: its op (id 1) is covered by its mark; id 2 was never sent
+    // there.
+    let d0 = dests[0];
+    let before = bar(&t, &d0, 1, 0);
+    let never = bar(&t, &d0, ids.iter().copied().max().unwrap_or(0) + 1, 0);
+    let mut again = 0u64;
+    let res = rdma_op(&t, &d0, &o, b"", Some(&mut again), 0);
+    let after = bar(&t, &d0, again, 0);
+    r.expect(
+        "many_destinations_forgotten_barrier",
+        &format!(
+            "before={before} never={} again={} increases={} after={}",
+            never.split(' ').next().unwrap_or(""),
+            res_obs(&res),
+            again > 1,
+            after.split(' ').next().unwrap_or("")
+        ),
+        "before=OK mark=1 never=EINVAL again=OK increases=true after=OK",
+    );
+    let _ = e.c.free_mr(cookie, 0);
     Ok(())
 }
