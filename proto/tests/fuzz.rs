@@ -9,6 +9,9 @@
 //! [`DEFAULT_CASES`]. A long run:
 //! `FUZZ_CASES=1000000 cargo test --release -p rds-proto --test fuzz`.
 
+mod common;
+use common::any_ext;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Debug;
 
@@ -206,16 +209,6 @@ fn ext_len(ty: u8) -> Option<usize> {
         EXTHDR_NPATHS => Some(3),
         _ => None,
     }
-}
-
-fn any_ext() -> impl Strategy<Value = Ext> {
-    prop_oneof![
-        any::<u32>().prop_map(Ext::Version),
-        any::<u32>().prop_map(|rkey| Ext::Rdma { rkey }),
-        (any::<u32>(), any::<u32>()).prop_map(|(rkey, offset)| Ext::RdmaDest { rkey, offset }),
-        any::<u16>().prop_map(Ext::Npaths),
-        any::<u32>().prop_map(Ext::GenNum),
-    ]
 }
 
 /// `h_exthdr` areas: arbitrary bytes, or entries of likely type bytes with

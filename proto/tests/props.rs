@@ -1,5 +1,8 @@
 //! Property tests: round trips, checksums, and no panics on arbitrary bytes.
 
+mod common;
+use common::any_ext;
+
 use proptest::prelude::*;
 use rds_proto::{
     header_checksum, internet_checksum, verify_checksum, Ext, ExtIter, Header, HeaderError,
@@ -31,16 +34,6 @@ fn any_header() -> impl Strategy<Value = Header> {
                 exthdr,
             },
         )
-}
-
-fn any_ext() -> impl Strategy<Value = Ext> {
-    prop_oneof![
-        any::<u32>().prop_map(Ext::Version),
-        any::<u32>().prop_map(|rkey| Ext::Rdma { rkey }),
-        (any::<u32>(), any::<u32>()).prop_map(|(rkey, offset)| Ext::RdmaDest { rkey, offset }),
-        any::<u16>().prop_map(Ext::Npaths),
-        any::<u32>().prop_map(Ext::GenNum),
-    ]
 }
 
 proptest! {
