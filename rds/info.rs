@@ -153,53 +153,31 @@ trait Record {
     fn len(v6: bool) -> usize;
 }
 
-impl Record for ConnInfo<'_> {
-    fn v4(&self) -> impl AsRef<[u8]> {
-        self.encode_v4()
-    }
-    fn v6(&self) -> impl AsRef<[u8]> {
-        self.encode_v6()
-    }
-    fn len(v6: bool) -> usize {
-        if v6 {
-            INFO6_CONNECTION_LEN
-        } else {
-            INFO_CONNECTION_LEN
+/// Implements [`Record`] for a record type with `encode_v4`/`encode_v6` and the sizes of its
+/// two layouts.
+macro_rules! record {
+    ($t:ty, $v4_len:expr, $v6_len:expr) => {
+        impl Record for $t {
+            fn v4(&self) -> impl AsRef<[u8]> {
+                self.encode_v4()
+            }
+            fn v6(&self) -> impl AsRef<[u8]> {
+                self.encode_v6()
+            }
+            fn len(v6: bool) -> usize {
+                if v6 {
+                    $v6_len
+                } else {
+                    $v4_len
+                }
+            }
         }
-    }
+    };
 }
 
-impl Record for MsgInfo {
-    fn v4(&self) -> impl AsRef<[u8]> {
-        self.encode_v4()
-    }
-    fn v6(&self) -> impl AsRef<[u8]> {
-        self.encode_v6()
-    }
-    fn len(v6: bool) -> usize {
-        if v6 {
-            INFO6_MESSAGE_LEN
-        } else {
-            INFO_MESSAGE_LEN
-        }
-    }
-}
-
-impl Record for SockInfo {
-    fn v4(&self) -> impl AsRef<[u8]> {
-        self.encode_v4()
-    }
-    fn v6(&self) -> impl AsRef<[u8]> {
-        self.encode_v6()
-    }
-    fn len(v6: bool) -> usize {
-        if v6 {
-            INFO6_SOCKET_LEN
-        } else {
-            INFO_SOCKET_LEN
-        }
-    }
-}
+record!(ConnInfo<'_>, INFO_CONNECTION_LEN, INFO6_CONNECTION_LEN);
+record!(MsgInfo, INFO_MESSAGE_LEN, INFO6_MESSAGE_LEN);
+record!(SockInfo, INFO_SOCKET_LEN, INFO6_SOCKET_LEN);
 
 /// `getsockopt(SOL_RDS, RDS_INFO_*)`: `len` is the caller's `optlen`.
 pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut) -> Result<i32> {
