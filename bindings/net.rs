@@ -83,10 +83,10 @@ impl OptVal {
             return Err(EFAULT);
         }
         let mut v: c_int = 0;
-        // SAFETY: `v` is valid for writes of `size_of::<c_int>()` bytes, the most the helper
-        // copies; the helper itself checks the source (`copy_from_user` for user memory), and
-        // for in-kernel memory the length check above keeps the read within the `optlen`
-        // bytes the caller vouched for (type invariant).
+        // The helper checks user memory (`copy_from_user`); for kernel memory the check above
+        // keeps the read within the `optlen` bytes the type invariant vouches for.
+        // SAFETY: `v` is valid for writes of `size_of::<c_int>()` bytes, all the helper copies;
+        // the source is readable for as much (see above).
         to_result(unsafe {
             raw::rds_rs_copy_from_sockptr(ptr::addr_of_mut!(v).cast(), self.ptr, size_of::<c_int>())
         })?;
@@ -151,9 +151,7 @@ impl OptOut {
     /// Whether the first `len` bytes of the caller's buffer are mapped, writable user memory
     /// (faulted in without being written).
     pub(crate) fn writable(&self, len: usize) -> bool {
-        // SAFETY: The helper only probes (and faults in) the user range; it accepts any
-        // address, reporting unmapped or read-only memory as not writable.
-        unsafe { raw::rds_rs_user_writable(self.val as *mut c_void, len) }
+        user_writable(self.val as u64, len)
     }
 
     /// The user address of the caller's buffer.
@@ -388,11 +386,11 @@ impl<F: Family> Sock<F> {
     /// at once.
     pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
         let mut cond = cond;
-        // SAFETY: The sock is alive (type invariant). The helper returns at once for an
-        // orphaned socket (no wait queue). Only `release` orphans a socket, and it runs when the
-        // last file reference is dropped, so a socket that is not orphaned when a system call
-        // on it starts waiting stays so for the wait (the call holds a file reference);
-        // `cond_trampoline` is called with `arg` pointing at `cond`, which outlives the call.
+        // The helper returns at once for an orphaned socket (no wait queue). Only `release`
+        // orphans a socket, when the last file reference goes, so one that is not orphaned
+        // when a system call on it starts waiting stays so (the call holds a file reference).
+        // SAFETY: The sock is alive (type invariant) and has its wait queue (see above);
+        // `cond_trampoline` gets `arg` pointing at `cond`, which outlives the call.
         let r = unsafe {
             raw::rds_rs_sk_wait(
                 self.as_ptr(),
@@ -566,10 +564,10 @@ impl WaitQueue {
     /// The module's wait queue for congestion changes (C: `rds_poll_waitq`): a static of the
     /// module, so pollers may stay registered on it for as long as any socket exists.
     pub(crate) fn congestion() -> &'static WaitQueue {
-        // SAFETY: The helper returns a static `wait_queue_head` (initialised at compile time by
-        // `DECLARE_WAIT_QUEUE_HEAD`, never moved) that lives as long as the module's code, so
-        // for as long as any Rust code of the module can run; `WaitQueue` is a transparent
-        // wrapper of it, so the cast keeps layout and the invariant.
+        // The helper returns a static `wait_queue_head`, initialised at compile time
+        // (`DECLARE_WAIT_QUEUE_HEAD`), never moved, alive as long as the module's code.
+        // SAFETY: The queue is valid for `'static` (see above); `WaitQueue` is a transparent
+        // wrapper of it, so the cast keeps the layout and the type invariant.
         unsafe { &*raw::rds_rs_poll_waitq_get().cast::<WaitQueue>() }
     }
 
