@@ -53,7 +53,7 @@ struct Records {
     /// The encoded records that fit (`kvmalloc`ed: a namespace can have many of them).
     bytes: KVVec<u8>,
     /// A record that had room in the caller's buffer was not kept, because it was counted
-    /// under a spinlock ([`Records::add_atomic`]) and `bytes` had no capacity left.
+    /// under a spinlock ([`Records::add`] without `grow`) and `bytes` had no capacity left.
     short: bool,
 }
 
@@ -70,59 +70,42 @@ impl Records {
     }
 
     /// Makes room for `records` records (at most as many as the caller's buffer holds), so
-    /// that [`Records::add_atomic`] can keep them without allocating.
+    /// that [`Records::add`] can keep them without allocating.
     fn reserve(&mut self, records: usize) -> Result {
         let n = records.min(self.room).saturating_mul(self.each);
         self.bytes.reserve(n, GFP_KERNEL)?;
         Ok(())
     }
 
-    /// Counts a record and keeps it if there is room, allocating with `flags` as needed.
-    fn add(&mut self, record: &[u8], flags: Flags) -> Result {
+    /// Counts a record and keeps it if there is room: allocating with `grow` as needed, or,
+    /// with `None` (under a spinlock), only within the capacity [`Records::reserve`] made; a
+    /// record that would need more marks the records `short`.
+    fn add(&mut self, record: &[u8], grow: Option<Flags>) -> Result {
         self.nr += 1;
-        if self.nr <= self.room {
-            self.bytes.extend_from_slice(record, flags)?;
+        if self.nr > self.room {
+            return Ok(());
+        }
+        match grow {
+            Some(flags) => self.bytes.extend_from_slice(record, flags)?,
+            None if self.bytes.capacity() - self.bytes.len() < record.len() => self.short = true,
+            // Within capacity: `extend_from_slice` does not allocate.
+            None => self.bytes.extend_from_slice(record, GFP_ATOMIC)?,
         }
         Ok(())
     }
 
-    /// Counts a record and keeps it if there is room, without allocating (under a spinlock):
-    /// a record that would need more capacity than [`Records::reserve`] made marks the records
-    /// `short`.
-    fn add_atomic(&mut self, record: &[u8]) -> Result {
-        self.nr += 1;
-        if self.nr <= self.room {
-            if self.bytes.capacity() - self.bytes.len() < record.len() {
-                self.short = true;
-            } else {
-                // Within capacity: `extend_from_slice` does not allocate.
-                self.bytes.extend_from_slice(record, GFP_ATOMIC)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Counts and keeps a record in its IPv4 or IPv6 form.
-    fn add_rec(&mut self, rec: &impl Record, v6: bool, flags: Flags) -> Result {
+    /// Counts and keeps a record in its IPv4 or IPv6 form ([`Records::add`]).
+    fn add_rec(&mut self, rec: &impl Record, v6: bool, grow: Option<Flags>) -> Result {
         if v6 {
-            self.add(rec.v6().as_ref(), flags)
+            self.add(rec.v6().as_ref(), grow)
         } else {
-            self.add(rec.v4().as_ref(), flags)
-        }
-    }
-
-    /// [`Records::add_rec`] under a spinlock ([`Records::add_atomic`]).
-    fn add_rec_atomic(&mut self, rec: &impl Record, v6: bool) -> Result {
-        if v6 {
-            self.add_atomic(rec.v6().as_ref())
-        } else {
-            self.add_atomic(rec.v4().as_ref())
+            self.add(rec.v4().as_ref(), grow)
         }
     }
 }
 
 /// Gathers records that are found under spinlocks: `fill` counts and keeps them with
-/// [`Records::add_atomic`] into capacity reserved beforehand; when more turned up than were
+/// [`Records::add`] (no allocation) into capacity reserved beforehand; when more turned up than were
 /// reserved for, it runs again with room for what the last pass counted. Lists that keep
 /// changing faster than that give up with `EAGAIN`.
 fn gather(
@@ -228,7 +211,7 @@ fn counters(len: usize) -> Result<Records> {
         r.room = 0;
     }
     for (name, value) in stats::snapshot() {
-        r.add(&encode_counter(name, value), GFP_KERNEL)?;
+        r.add(&encode_counter(name, value), Some(GFP_KERNEL))?;
     }
     Ok(r)
 }
@@ -260,7 +243,7 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
             flags,
             tos: c.key.tos,
         };
-        r.add_rec(&info, v6, GFP_KERNEL)
+        r.add_rec(&info, v6, Some(GFP_KERNEL))
     })?;
     Ok(r)
 }
@@ -285,7 +268,7 @@ fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
                     flags: 0,
                     tos: c.key.tos,
                 };
-                r.add_rec_atomic(&info, v6)
+                r.add_rec(&info, v6, None)
             })
         })
     })
@@ -318,7 +301,7 @@ fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
                     flags: 0,
                     tos: inc.tos,
                 };
-                r.add_rec_atomic(&info, v6)?;
+                r.add_rec(&info, v6, None)?;
             }
         }
         Ok(())
@@ -356,7 +339,7 @@ fn sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records>
         r.room = 0;
     }
     for info in infos.iter() {
-        r.add_rec(info, v6, GFP_KERNEL)?;
+        r.add_rec(info, v6, Some(GFP_KERNEL))?;
     }
     Ok(r)
 }

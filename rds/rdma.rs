@@ -281,8 +281,8 @@ impl From<crate::proto::CmsgError> for Error {
 
 /// Reads and checks the local iovecs of one `RDS_CMSG_RDMA_ARGS` (C: `rds_rdma_extra_size`):
 /// `nr_local` 0 (`EINVAL`) or over `UIO_MAXIOV` (`EMSGSIZE`), an unreadable array (`EFAULT`),
-/// an empty or wrapping iovec (`EINVAL`).
-pub(crate) fn read_local_vecs(data: &[u8]) -> Result<KVec<RdsIovec>> {
+/// an empty or wrapping iovec (`EINVAL`). Returns them and the pages they span.
+pub(crate) fn read_local_vecs(data: &[u8]) -> Result<(KVec<RdsIovec>, u64)> {
     let args = RdmaArgs::decode(data).ok_or(EINVAL)?;
     if args.nr_local == 0 {
         return Err(EINVAL);
@@ -300,8 +300,8 @@ pub(crate) fn read_local_vecs(data: &[u8]) -> Result<KVec<RdsIovec>> {
     for chunk in raw.chunks(RDS_IOVEC_LEN) {
         local.push(RdsIovec::decode(chunk).ok_or(EINVAL)?, GFP_KERNEL)?;
     }
-    rdma_pages(&local).map_err(mr_error)?;
-    Ok(local)
+    let pages = rdma_pages(&local).map_err(mr_error)?;
+    Ok((local, pages))
 }
 
 impl RdsSocket {
@@ -537,21 +537,20 @@ impl RdsSocket {
             return Err(EINVAL);
         }
         let write = args.is_write();
+        // A write sends local data (read it); a read stores into local memory.
+        let pin = |v: &RdsIovec| {
+            let npages = usize::try_from(v.pages()).map_err(|_| EINVAL)?;
+            PinnedPages::pin(v.addr & !(PAGE_SIZE as u64 - 1), npages, !write, false)
+        };
         if let Err(e) = check_rdma_bytes(args, local) {
             for v in local.iter() {
-                let npages = usize::try_from(v.pages()).map_err(|_| EINVAL)?;
-                let start = v.addr & !(PAGE_SIZE as u64 - 1);
-                drop(PinnedPages::pin(start, npages, !write, false)?);
+                drop(pin(v)?);
             }
             return Err(mr_error(e));
         }
-        let n = local.len();
-        let mut segs = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut segs = KVec::with_capacity(local.len(), GFP_KERNEL)?;
         for v in local.iter() {
-            let npages = usize::try_from(v.pages()).map_err(|_| EINVAL)?;
-            let start = v.addr & !(PAGE_SIZE as u64 - 1);
-            // A write sends local data (read it); a read stores into local memory.
-            let pages = PinnedPages::pin(start, npages, !write, false)?;
+            let pages = pin(v)?;
             segs.push(
                 LocalSeg {
                     pages,

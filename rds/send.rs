@@ -20,7 +20,7 @@ use crate::bindings::raw;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
 use crate::proto::{
-    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_pages, rdma_sg_too_big,
+    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_sg_too_big,
     scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
@@ -69,16 +69,15 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
     }
     // C's `rds_rm_size`: the walk that also reads and checks each RDMA_ARGS's local iovecs.
     let mut vecs: LocalVecs = KVec::new();
+    let mut pages = 0u64;
     let cmsgs = scan_send_cmsgs_with(control, flags & MSG_ZEROCOPY != 0, |data| {
-        let local = read_local_vecs(data)?;
+        let (local, n) = read_local_vecs(data)?;
         vecs.push(local, GFP_KERNEL)?;
+        pages = pages.saturating_add(n);
         Ok::<(), Error>(())
     })?;
     // C's `rds_message_alloc`: scatterlists for more pages than kmalloc can give fail the call
     // before anything is pinned.
-    let pages = vecs.iter().fold(0u64, |acc, v| {
-        acc.saturating_add(rdma_pages(v).unwrap_or(u64::MAX))
-    });
     if rdma_sg_too_big(pages) {
         return Err(ENOMEM);
     }
