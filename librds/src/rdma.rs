@@ -309,21 +309,35 @@ impl RdsSocket {
 
     /// Registers `bytes` bytes at `addr` (`RDS_GET_MR`) and returns the cookie.
     pub fn get_mr(&self, addr: u64, bytes: u64, flags: u64) -> io::Result<u64> {
+        self.register(RDS_GET_MR, |cookie_addr| {
+            GetMrArgs {
+                vec: RdsIovec { addr, bytes },
+                cookie_addr,
+                flags,
+            }
+            .encode()
+        })
+    }
+
+    /// Runs a registration option (`RDS_GET_MR`, `RDS_GET_MR_FOR_DEST`) with the arguments
+    /// `encode` builds around the address of the cookie it is given; returns the cookie the
+    /// kernel wrote there.
+    fn register<E: AsRef<[u8]>>(
+        &self,
+        optname: i32,
+        encode: impl FnOnce(u64) -> E,
+    ) -> io::Result<u64> {
         let mut cookie = 0u64;
-        let a = GetMrArgs {
-            vec: RdsIovec { addr, bytes },
-            cookie_addr: &mut cookie as *mut u64 as u64,
-            flags,
-        };
-        let enc = a.encode();
-        // SAFETY: the kernel reads the 32 bytes of `enc` and writes 8 bytes to `cookie`, which
-        // lives across the call; the registered range is the caller's business (the kernel
-        // pins it and accesses the pinned pages, not this address space, later on).
+        let enc = encode(&mut cookie as *mut u64 as u64);
+        let enc = enc.as_ref();
+        // SAFETY: the kernel reads the `enc.len()` bytes of `enc` and writes 8 bytes to
+        // `cookie`, which lives across the call; the registered range is the caller's business
+        // (the kernel pins it and later touches the pinned pages, not this address space).
         cvt(unsafe {
             libc::setsockopt(
                 self.as_raw_fd(),
                 SOL_RDS,
-                RDS_GET_MR,
+                optname,
                 enc.as_ptr().cast(),
                 enc.len() as libc::socklen_t,
             )
@@ -340,26 +354,15 @@ impl RdsSocket {
         bytes: u64,
         flags: u64,
     ) -> io::Result<u64> {
-        let mut cookie = 0u64;
-        let a = GetMrForDestArgs {
-            dest: sockaddr_storage(dest),
-            vec: RdsIovec { addr, bytes },
-            cookie_addr: &mut cookie as *mut u64 as u64,
-            flags,
-        };
-        let enc = a.encode();
-        // SAFETY: as in `get_mr`.
-        cvt(unsafe {
-            libc::setsockopt(
-                self.as_raw_fd(),
-                SOL_RDS,
-                RDS_GET_MR_FOR_DEST,
-                enc.as_ptr().cast(),
-                enc.len() as libc::socklen_t,
-            )
-        }
-        .into())?;
-        Ok(cookie)
+        self.register(RDS_GET_MR_FOR_DEST, |cookie_addr| {
+            GetMrForDestArgs {
+                dest: sockaddr_storage(dest),
+                vec: RdsIovec { addr, bytes },
+                cookie_addr,
+                flags,
+            }
+            .encode()
+        })
     }
 
     /// `RDS_FREE_MR`.
