@@ -318,6 +318,16 @@ pub(crate) fn silent_for(c: &RdsSocket, d: Duration) -> bool {
     !crate::util::wait_msg_for(c, d)
 }
 
+/// `nothing` when nothing arrives at `c` within `d`, else `other` (what arrived is left for
+/// the caller).
+pub(crate) fn nothing_or(c: &RdsSocket, d: Duration, other: &'static str) -> &'static str {
+    if silent_for(c, d) {
+        "nothing"
+    } else {
+        other
+    }
+}
+
 /// `ok` when `got == want`, else where they first differ.
 pub(crate) fn same(got: &[u8], want: &[u8]) -> String {
     if got == want {
@@ -1361,6 +1371,22 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
     // After the barrier said an operation completed, a little time for anything that
     // should not come (a notification queued late would show).
     let settle = |_: &Env| std::thread::sleep(Duration::from_millis(50));
+    // Operations with NOTIFY_ME and these tokens, no payload, all completed when this
+    // returns (the barrier waits for the last).
+    let notified = |e: &Env, tokens: std::ops::RangeInclusive<u64>| {
+        let mut last = 0u64;
+        for t in tokens {
+            let _ = rdma_op(
+                &e.s,
+                &e.ca,
+                &op(cookie, RDS_RDMA_NOTIFY_ME, t),
+                b"",
+                Some(&mut last),
+                0,
+            );
+        }
+        let _ = e.s.barrier(&e.ca, last, 0);
+    };
 
     // One notification: a 0-byte message with one RDMA_STATUS.
     let _ = rdma_op(
@@ -1397,18 +1423,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
 
     // Many at once: five operations, one recvmsg with room for eight.
     let mut last = 0u64;
-    for t in 1..=5 {
-        let _ = rdma_op(
-            &e.s,
-            &e.ca,
-            &op(cookie, RDS_RDMA_NOTIFY_ME, 100 + t),
-            b"",
-            Some(&mut last),
-            0,
-        );
-    }
-    let (res, _) = e.s.barrier(&e.ca, last, 0);
-    let _ = res;
+    notified(e, 101..=105);
     let first = recv_notes(&e.s, 8);
     let then = recv_notes(&e.s, 8);
     r.expect(
@@ -1430,17 +1445,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
     crate::util::drain(&e.c);
 
     // Room for one, for two.
-    for t in 1..=3 {
-        let _ = rdma_op(
-            &e.s,
-            &e.ca,
-            &op(cookie, RDS_RDMA_NOTIFY_ME, 200 + t),
-            b"",
-            Some(&mut last),
-            0,
-        );
-    }
-    let _ = e.s.barrier(&e.ca, last, 0);
+    notified(e, 201..=203);
     let mut per_call = Vec::new();
     for _ in 0..4 {
         match recv_notes(&e.s, 1) {
@@ -1460,17 +1465,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &per_call.join("|"),
         "OK#201|OK#202|OK#203|EAGAIN",
     );
-    for t in 1..=3 {
-        let _ = rdma_op(
-            &e.s,
-            &e.ca,
-            &op(cookie, RDS_RDMA_NOTIFY_ME, 300 + t),
-            b"",
-            Some(&mut last),
-            0,
-        );
-    }
-    let _ = e.s.barrier(&e.ca, last, 0);
+    notified(e, 301..=303);
     let mut per_call = Vec::new();
     for _ in 0..3 {
         let mut b = [0u8; 8];
@@ -1494,17 +1489,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
         "OK#301,OK#302|OK#303|EAGAIN",
     );
     // No room at all: one notification is consumed, with MSG_CTRUNC.
-    for t in 1..=2 {
-        let _ = rdma_op(
-            &e.s,
-            &e.ca,
-            &op(cookie, RDS_RDMA_NOTIFY_ME, 400 + t),
-            b"",
-            Some(&mut last),
-            0,
-        );
-    }
-    let _ = e.s.barrier(&e.ca, last, 0);
+    notified(e, 401..=402);
     let mut b = [0u8; 8];
     let first = match e.s.recv_msg(&mut b, 0, libc::MSG_DONTWAIT) {
         Ok(m) => format!("len={} ctrunc={}", m.len, m.flags & libc::MSG_CTRUNC != 0),
@@ -1550,11 +1535,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &format!(
             "{} client={}",
             one_note(&e.s),
-            if silent_for(&e.c, Duration::from_millis(200)) {
-                "nothing"
-            } else {
-                "message"
-            }
+            nothing_or(&e.c, Duration::from_millis(200), "message")
         ),
         "REMOTE_ERROR#501 client=nothing",
     );
@@ -1623,15 +1604,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
     // Notifications come before data already queued.
     let _ = e.c.send_to(b"data-first", e.sa);
     let _ = wait_msg(&e.s);
-    let _ = rdma_op(
-        &e.s,
-        &e.ca,
-        &op(cookie, RDS_RDMA_NOTIFY_ME, 600),
-        b"",
-        Some(&mut last),
-        0,
-    );
-    let _ = e.s.barrier(&e.ca, last, 0);
+    notified(e, 600..=600);
     let mut order = Vec::new();
     for _ in 0..3 {
         let mut b = [0u8; 64];
@@ -1657,15 +1630,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
     crate::util::drain(&e.c);
 
     // poll: POLLIN while a notification is pending, and a poller is woken by one.
-    let _ = rdma_op(
-        &e.s,
-        &e.ca,
-        &op(cookie, RDS_RDMA_NOTIFY_ME, 700),
-        b"",
-        Some(&mut last),
-        0,
-    );
-    let _ = e.s.barrier(&e.ca, last, 0);
+    notified(e, 700..=700);
     let before = e.s.poll(libc::POLLIN, Duration::ZERO).unwrap_or(-1) & libc::POLLIN != 0;
     let _ = recv_notes(&e.s, 8);
     let after = e.s.poll(libc::POLLIN, Duration::ZERO).unwrap_or(-1) & libc::POLLIN != 0;
@@ -1795,11 +1760,7 @@ fn silent(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &format!(
             "{} note={note} client={} remote={} old={}",
             res_obs(&sent),
-            if silent_for(&e.c, Duration::from_millis(300)) {
-                "nothing"
-            } else {
-                "message"
-            },
+            nothing_or(&e.c, Duration::from_millis(300), "message"),
             cmem.read_u64(8),
             smem.read_u64(1024)
         ),
@@ -1928,11 +1889,7 @@ fn ipv6(r: &mut Report) -> Result<(), String> {
             "{} note={} client={}",
             res_obs(&sent),
             one_note(&s4),
-            if silent_for(&c4, Duration::from_millis(200)) {
-                "nothing"
-            } else {
-                "message"
-            }
+            nothing_or(&c4, Duration::from_millis(200), "message")
         ),
         "OK note=REMOTE_ERROR#64 client=nothing",
     );

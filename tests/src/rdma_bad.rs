@@ -7,7 +7,7 @@
 //! its message is not delivered.
 
 use crate::rdma::{
-    atomic_op, big, got, leftovers, one_note, rdma_op, same, send_ctl, silent_for, vmlck_kb,
+    atomic_op, big, got, leftovers, nothing_or, one_note, rdma_op, same, send_ctl, vmlck_kb,
     write_into, Env, Op, LO,
 };
 use crate::util::{fresh, in_new_netns, res_obs, v4};
@@ -507,11 +507,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         cmem.fill(0xEE);
         let res = rdma_op(&e.s, &e.ca, o, b"never", None, 0);
         let note = one_note(&e.s);
-        let client = if silent_for(&e.c, Duration::from_millis(200)) {
-            "nothing"
-        } else {
-            "message"
-        };
+        let client = nothing_or(&e.c, Duration::from_millis(200), "message");
         r.expect(
             name,
             &format!(
@@ -748,11 +744,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
             &format!(
                 "{} note={note} client={} remote={}{}",
                 res_obs(&res),
-                if silent_for(&e.c, Duration::from_millis(200)) {
-                    "nothing"
-                } else {
-                    "message"
-                },
+                nothing_or(&e.c, Duration::from_millis(200), "message"),
                 same(&cmem.read(8192, 8192), &[0xEE; 8192]),
                 leftovers(&e.c, &e.s)
             ),

@@ -8,7 +8,7 @@
 //! reset (the guard `Hold` resets it when dropped).
 
 use crate::rdma::{
-    big, got, leftovers, notes_obs, one_note, rdma_op, recv_notes, same, send_ctl, silent_for,
+    big, got, leftovers, notes_obs, nothing_or, one_note, rdma_op, recv_notes, same, send_ctl,
     vmlck_kb, wait_notes, Env, Hold, Op, LO,
 };
 use crate::util::{drain, err_name, pattern, res_obs, v4, ARRIVAL};
@@ -378,11 +378,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &format!(
             "{} then={} data={}",
             got(&e.c),
-            if silent_for(&e.c, Duration::from_millis(200)) {
-                "nothing"
-            } else {
-                "more"
-            },
+            nothing_or(&e.c, Duration::from_millis(200), "more"),
             same(&cmem.read(128, 16), &[0xEE; 16])
         ),
         "got=flush then=nothing data=ok",
@@ -515,11 +511,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         &format!(
             "{} then={} data={}",
             got(&e.c),
-            if silent_for(&e.c, Duration::from_millis(200)) {
-                "nothing"
-            } else {
-                "more"
-            },
+            nothing_or(&e.c, Duration::from_millis(200), "more"),
             same(&cmem.read(256, 264), &[0xEE; 264])
         ),
         "got=flush-x then=nothing data=ok",
@@ -686,11 +678,7 @@ fn held_ops_one_barrier(r: &mut Report, e: &mut Env, b: &RdsSocket) -> Result<()
         &format!(
             "data={} client={} {}",
             same(&target.read(0, 4096), &[0xEE; 4096]),
-            if silent_for(&c5, Duration::from_millis(200)) {
-                "nothing"
-            } else {
-                "message"
-            },
+            nothing_or(&c5, Duration::from_millis(200), "message"),
             bar(b, &d5, 1, RDS_RDMA_DONTWAIT)
         ),
         "data=ok client=nothing EAGAIN mark=0",
