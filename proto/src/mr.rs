@@ -192,6 +192,27 @@ impl Region {
     }
 }
 
+/// How many page-aligned bases the loopback transport can give a
+/// registration's zero-based addresses ([`loop_region`]): every base that
+/// leaves room for the largest registration below 2^32, so that the
+/// cookie's 32-bit offset always holds base, page offset and length.
+pub const LOOP_BASES: u64 = ((1u64 << 32) - 2 * MAX_MSG_SIZE) / PAGE_SIZE;
+
+/// The region of a registration of `vec` on the loopback transport, whose
+/// model HCA places the registration at a random page-aligned zero-based
+/// address (`rand % LOOP_BASES` pages) instead of C's 0: the cookie's
+/// offset (`region.offset`) then carries about 20 more random bits beside
+/// the 32-bit r_key, and an RDMA must name both to reach the memory.
+#[must_use]
+pub fn loop_region(vec: &RdsIovec, rand: u32) -> Region {
+    let base = (u64::from(rand) % LOOP_BASES).saturating_mul(PAGE_SIZE);
+    let offset = base.saturating_add(u64::from(page_offset(vec.addr)));
+    Region {
+        offset: u32::try_from(offset).unwrap_or(u32::MAX),
+        len: vec.bytes,
+    }
+}
+
 /// `rds_rdma_pages`: the pages of the local iovecs together.
 ///
 /// # Errors

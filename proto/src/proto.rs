@@ -31,10 +31,14 @@ mod cmsg;
 mod cong;
 #[path = "ext.rs"]
 mod ext;
+#[path = "frame.rs"]
+mod frame;
 #[path = "header.rs"]
 mod header;
 #[path = "info.rs"]
 mod info;
+#[path = "link.rs"]
+mod link;
 #[path = "mr.rs"]
 mod mr;
 #[path = "port.rs"]
@@ -74,6 +78,10 @@ pub use ext::{
     Ext, ExtIter, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS, EXTHDR_RDMA, EXTHDR_RDMA_DEST,
     EXTHDR_VERSION,
 };
+pub use frame::{
+    exthdr_payload_len, parse_frame, walk_exthdrs, Frame, FrameError, FrameKind, RdmaExts,
+    EXTHDR_TYPES, MAX_FRAME_LEN,
+};
 pub use header::{
     Header, HeaderError, EXTHDR_SPACE, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
     HEADER_LEN,
@@ -93,10 +101,14 @@ pub use info::{
     RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS, STAT_COUNT, STAT_NAMES,
     TRANSNAMSIZ,
 };
+pub use link::{
+    is_acked, msg_charge, on_reset, AckState, Backoff, ConnState, GuessLimit, OnReset, GUESS_BURST,
+    GUESS_PER_SEC, MSG_OVERHEAD, NOTIFY_MAX,
+};
 pub use mr::{
     check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,
-    key_acceptable, rdma_pages, rdma_sg_too_big, MrError, Quarantine, Region, MAX_MR_PAGES,
-    MSG_SG_MAX, SG_ENTRY_LEN,
+    key_acceptable, loop_region, rdma_pages, rdma_sg_too_big, MrError, Quarantine, Region,
+    LOOP_BASES, MAX_MR_PAGES, MSG_SG_MAX, SG_ENTRY_LEN,
 };
 pub use port::{bind_candidates, PROBE_PORT};
 pub use rdma::{
