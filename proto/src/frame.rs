@@ -16,10 +16,15 @@
 //!   receivers never check it ([`FrameError::TooLong`]).
 //! - The payload that came with the header must be `h_len` bytes, when the
 //!   transport knows it ([`FrameError::LenMismatch`]).
-//! - A congestion-map frame (`RDS_FLAG_CONG_BITMAP`) has ports 0 and exactly
-//!   [`crate::CONG_MAP_BYTES`] of payload, as C's `rds_ib_cong_recv` requires
-//!   (C's IB transport would otherwise copy past its map)
-//!   ([`FrameError::CongMap`]).
+//! - A congestion-map frame (`RDS_FLAG_CONG_BITMAP` set in `h_flags`) has
+//!   ports 0 and exactly [`crate::CONG_MAP_BYTES`] of payload, as C's
+//!   senders write it (`rds_cong_update_alloc`) ([`FrameError::CongMap`]).
+//!   C's receivers are laxer and classify differently: IB and TCP take a
+//!   frame as a map only when `h_flags` is exactly `RDS_FLAG_CONG_BITMAP`
+//!   (any other flags make it data), IB takes a ports-0 frame without
+//!   payload as an ack before it looks at the flags, and
+//!   `rds_ib_cong_recv` / `rds_tcp_cong_recv` silently drop a map whose
+//!   `h_len` is not `RDS_CONG_MAP_BYTES` and never look at its ports.
 //! - Extension headers are walked as C walks them: entries in `h_exthdr`
 //!   until `RDS_EXTHDR_NONE`, the end of the area, or a type C does not know
 //!   (16 and above stop the walk; 4 and 7..15 have no payload), so unknown
@@ -86,10 +91,12 @@ pub struct Frame {
     pub hdr: Header,
     /// What it is.
     pub kind: FrameKind,
-    /// The r_key of an `RDS_EXTHDR_RDMA` (the first one), if any.
+    /// The r_key of an `RDS_EXTHDR_RDMA` (the first one; C's
+    /// `rds_recv_incoming_exthdrs` unuses the r_key of every one, but a C
+    /// sender writes at most one extension header), if any.
     pub rdma_rkey: Option<u32>,
     /// The r_key and offset of an `RDS_EXTHDR_RDMA_DEST` (the last one, as
-    /// C keeps the last), if any.
+    /// C keeps the last; two never fit in `h_exthdr`), if any.
     pub rdma_dest: Option<(u32, u32)>,
 }
 

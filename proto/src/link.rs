@@ -41,13 +41,20 @@ impl ConnState {
     }
 
     /// Whether the core's state machine moves from `self` to `to` (the
-    /// transitions C's `threads.c` and `connection.c` make):
+    /// transitions C's `threads.c` and `connection.c` make, except where
+    /// noted):
     ///
     /// - Down → Connecting: the connect work starts a connect.
     /// - Connecting → Up: the transport completed it.
     /// - Connecting → Down: the transport failed to start it (reconnect).
-    /// - Up, Connecting → Error: a drop (error, reset, reaping).
+    /// - Up, Connecting → Error: a drop (error, reset, reaping). C's
+    ///   `rds_conn_path_drop` sets Error from any state, Down and Error
+    ///   included; here a drop of a Down connection is no transition.
     /// - Up, Error, Connecting → Disconnecting: the shutdown work starts.
+    ///   Connecting → Disconnecting is rds-rs's: C's `rds_conn_shutdown`
+    ///   starts only from Up, Error (and Resetting), and drops a
+    ///   Connecting connection to Error instead, which reaches
+    ///   Disconnecting in the next pass.
     /// - Disconnecting → Down: the shutdown work finished.
     /// - Disconnecting → Error: a drop during shutdown (another pass runs).
     #[must_use]
@@ -167,7 +174,9 @@ pub const fn is_acked(seq: u64, ack: u64) -> bool {
 
 /// What a reset does to a message that was handed to the transport and not
 /// acknowledged (C: `rds_send_path_reset` and the check in
-/// `rds_send_xmit`).
+/// `rds_send_xmit`, which drops only messages with an RDMA operation: C
+/// sends an atomic again, so the peer may execute it twice; rds-rs drops
+/// it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnReset {
     /// Sent again after the reconnect, marked `RETRANSMITTED` and
@@ -220,42 +229,44 @@ pub const GUESS_PER_SEC: u64 = 64;
 /// none is left, operations of the socket fail without a lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GuessLimit {
-    /// Tokens left, in millionths of a token.
-    micro: u64,
-    /// When `micro` was last brought up to date (nanoseconds).
+    /// Tokens left, in billionths of a token: a nanosecond then refills a
+    /// whole number of them ([`GUESS_PER_SEC`]), so no fraction of the
+    /// refill is lost however often the bucket is brought up to date.
+    nano: u64,
+    /// When `nano` was last brought up to date (nanoseconds).
     at_ns: u64,
 }
 
-/// A million (tokens are counted in millionths).
-const MICRO: u64 = 1_000_000;
+/// A billion (tokens are counted in billionths).
+const NANO: u64 = 1_000_000_000;
 
 impl GuessLimit {
     /// A full bucket at time `now_ns`.
     #[must_use]
     pub const fn new(now_ns: u64) -> Self {
         GuessLimit {
-            micro: GUESS_BURST * MICRO,
+            nano: GUESS_BURST * NANO,
             at_ns: now_ns,
         }
     }
 
     fn refill(&mut self, now_ns: u64) {
         let dt = now_ns.saturating_sub(self.at_ns);
-        // GUESS_PER_SEC tokens per 1e9 ns = GUESS_PER_SEC / 1000 micro-tokens per ns.
-        let gained = dt.saturating_mul(GUESS_PER_SEC) / 1000;
-        self.micro = self.micro.saturating_add(gained).min(GUESS_BURST * MICRO);
+        // GUESS_PER_SEC tokens per 1e9 ns = GUESS_PER_SEC nano-tokens per ns.
+        let gained = dt.saturating_mul(GUESS_PER_SEC);
+        self.nano = self.nano.saturating_add(gained).min(GUESS_BURST * NANO);
         self.at_ns = self.at_ns.max(now_ns);
     }
 
     /// Whether a lookup may be made now (a token is left).
     pub fn allows(&mut self, now_ns: u64) -> bool {
         self.refill(now_ns);
-        self.micro >= MICRO
+        self.nano >= NANO
     }
 
     /// A lookup failed: takes a token (none when empty).
     pub fn failed(&mut self, now_ns: u64) {
         self.refill(now_ns);
-        self.micro = self.micro.saturating_sub(MICRO);
+        self.nano = self.nano.saturating_sub(NANO);
     }
 }

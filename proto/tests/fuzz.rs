@@ -21,22 +21,24 @@ use rds_proto::{
     check_rdma_bytes, check_registration, check_registration_mlock, check_send_dest, cmsg_align,
     cmsg_len, cmsg_space, cmsgs, cong_clear, cong_set, cong_test, cookie_key, cookie_offset,
     decode_counter, encode_cmsg, encode_counter, encode_sockaddr, encode_unbound_local,
-    header_checksum, info_outcome, internet_checksum, is_info_option, key_acceptable, make_cookie,
-    monitor_mask, parse_bind, parse_connect, parse_send_dest, rdma_bytes, rdma_pages,
-    rdma_sg_too_big, scan_send_cmsgs, scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits,
-    uncongested_mask, verify_checksum, wire_to_words, words_to_wire, AckPacer, Addr, AddrError,
-    AtomicArgs, AtomicOp, BarrierArgs, BarrierState, Cmsg, CmsgError, CmsgHdr, CongChange,
-    ConnInfo, Ext, ExtIter, FreeMrArgs, GetMrArgs, GetMrForDestArgs, Header, HeaderError,
-    InfoError, InfoOutcome, MrError, MsgInfo, OpTracker, Quarantine, RdmaArgs, RdmaConnInfo,
-    RdmaNotify, RdsIovec, RecvAccount, Region, RxSeq, SendCmsgs, SockAddr, SockInfo, TcpSockInfo,
-    TxSeq, AF_INET, AF_INET6, AF_UNSPEC, ATOMIC_ARGS_LEN, BARRIER_ARGS_LEN, CMSG_HDR_LEN,
-    CONG_MAP_BYTES, CONG_MAP_WORDS, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS, EXTHDR_RDMA,
-    EXTHDR_RDMA_DEST, EXTHDR_SPACE, EXTHDR_VERSION, FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN,
-    GET_MR_FOR_DEST_ARGS_LEN, HEADER_LEN, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN,
-    INFO6_RDMA_CONNECTION_LEN, INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN,
-    INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN, INFO_MAX_LEN, INFO_MESSAGE_LEN,
-    INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN, IPV6_ADDR_LINKLOCAL,
-    IPV6_ADDR_MAPPED, IPV6_ADDR_MULTICAST, IPV6_ADDR_UNICAST, MAX_MR_PAGES, MSG_SG_MAX, PAGE_SIZE,
+    exthdr_payload_len, header_checksum, info_outcome, internet_checksum, is_info_option,
+    key_acceptable, make_cookie, monitor_mask, parse_bind, parse_connect, parse_frame,
+    parse_send_dest, rdma_bytes, rdma_pages, rdma_sg_too_big, scan_send_cmsgs,
+    scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, uncongested_mask, verify_checksum,
+    walk_exthdrs, wire_to_words, words_to_wire, AckPacer, Addr, AddrError, AtomicArgs, AtomicOp,
+    Backoff, BarrierArgs, BarrierState, Cmsg, CmsgError, CmsgHdr, CongChange, ConnInfo, Ext,
+    ExtIter, FrameError, FrameKind, FreeMrArgs, GetMrArgs, GetMrForDestArgs, GuessLimit, Header,
+    HeaderError, InfoError, InfoOutcome, MrError, MsgInfo, OpTracker, Quarantine, RdmaArgs,
+    RdmaConnInfo, RdmaExts, RdmaNotify, RdsIovec, RecvAccount, Region, RxSeq, SendCmsgs, SockAddr,
+    SockInfo, TcpSockInfo, TxSeq, AF_INET, AF_INET6, AF_UNSPEC, ATOMIC_ARGS_LEN, BARRIER_ARGS_LEN,
+    CMSG_HDR_LEN, CONG_MAP_BYTES, CONG_MAP_WORDS, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS,
+    EXTHDR_RDMA, EXTHDR_RDMA_DEST, EXTHDR_SPACE, EXTHDR_TYPES, EXTHDR_VERSION, FLAG_CONG_BITMAP,
+    FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, GUESS_BURST, GUESS_PER_SEC,
+    HEADER_LEN, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN,
+    INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN,
+    INFO_COUNTER_NAME_LEN, INFO_MAX_LEN, INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN,
+    INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN, IPV6_ADDR_LINKLOCAL, IPV6_ADDR_MAPPED,
+    IPV6_ADDR_MULTICAST, IPV6_ADDR_UNICAST, MAX_FRAME_LEN, MAX_MR_PAGES, MSG_SG_MAX, PAGE_SIZE,
     RDMA_ARGS_LEN, RDMA_NOTIFY_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD,
     RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS,
     RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP, RDS_CMSG_ZCOPY_COOKIE, RDS_INFO_FIRST,
@@ -296,6 +298,234 @@ fn check_walk(
     // The walk ended at the terminator or the end of the area.
     prop_assert!(pos == EXTHDR_SPACE || area[pos] == EXTHDR_NONE);
     Ok((items, Some(pos)))
+}
+
+// --- arriving frames -----------------------------------------------------------------------------
+
+/// One entry of C's extension walk: its offset, type and payload.
+type CEntry<'a> = (usize, u8, &'a [u8]);
+
+/// C's `rds_message_next_extension` loop, written out from message.c: the
+/// entries it yields, and the type at which it stopped because the payload
+/// (`rds_exthdr_size`) did not fit, if it did.
+fn c_exthdr_walk(area: &[u8; EXTHDR_SPACE]) -> (Vec<CEntry<'_>>, Option<u8>) {
+    const SIZE: [usize; 16] = [0, 4, 4, 8, 0, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < EXTHDR_SPACE {
+        let ty = area[pos];
+        if ty == EXTHDR_NONE || ty >= 16 {
+            break;
+        }
+        let len = SIZE[usize::from(ty)];
+        if pos + 1 + len > EXTHDR_SPACE {
+            return (out, Some(ty));
+        }
+        out.push((pos, ty, &area[pos + 1..pos + 1 + len]));
+        pos += 1 + len;
+    }
+    (out, None)
+}
+
+fn be32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_be_bytes(b[off..off + 4].try_into().unwrap())
+}
+
+/// `walk_exthdrs` from C's walk: refused where C stops at a truncated
+/// entry; else the first RDMA and the last RDMA_DEST.
+fn exthdr_model(area: &[u8; EXTHDR_SPACE]) -> Result<RdmaExts, FrameError> {
+    let (entries, truncated) = c_exthdr_walk(area);
+    if let Some(ty) = truncated {
+        return Err(FrameError::TruncatedExt(ty));
+    }
+    let rkey = entries
+        .iter()
+        .find(|e| e.1 == EXTHDR_RDMA)
+        .map(|e| be32_at(e.2, 0));
+    let dest = entries
+        .iter()
+        .rev()
+        .find(|e| e.1 == EXTHDR_RDMA_DEST)
+        .map(|e| (be32_at(e.2, 0), be32_at(e.2, 4)));
+    Ok((rkey, dest))
+}
+
+/// `parse_frame`'s rules, in the order of its documentation, from the
+/// bytes.
+fn frame_model(
+    raw: &[u8; HEADER_LEN],
+    payload_len: Option<u64>,
+) -> Result<(FrameKind, RdmaExts), FrameError> {
+    let csum = u16::from_be_bytes([raw[30], raw[31]]);
+    if csum != 0 && internet_checksum(raw) != 0 {
+        return Err(FrameError::Checksum);
+    }
+    let len = be32_at(raw, 16);
+    if len > 1 << 20 {
+        return Err(FrameError::TooLong);
+    }
+    if payload_len.is_some_and(|n| n != u64::from(len)) {
+        return Err(FrameError::LenMismatch);
+    }
+    let ports0 = raw[20..24] == [0; 4];
+    let kind = if raw[24] & 1 != 0 {
+        if !ports0 || len != 8192 {
+            return Err(FrameError::CongMap);
+        }
+        FrameKind::CongMap
+    } else if ports0 && len == 0 {
+        FrameKind::AckOnly
+    } else {
+        FrameKind::Data
+    };
+    let area: [u8; EXTHDR_SPACE] = raw[32..].try_into().unwrap();
+    Ok((kind, exthdr_model(&area)?))
+}
+
+/// `h_exthdr` areas for the frame walk: those of [`any_area`], and bytes
+/// biased toward the types C's table has (0..16) and a few past it.
+fn frame_area() -> BoxedStrategy<[u8; EXTHDR_SPACE]> {
+    // Boxed, as are the strategies built on it: their value trees are
+    // large, and a debug build's test thread overflows its stack on them.
+    prop_oneof![
+        2 => any_area().boxed(),
+        1 => prop::array::uniform16(prop_oneof![
+            4 => 0u8..EXTHDR_TYPES,
+            1 => EXTHDR_TYPES..=EXTHDR_TYPES + 2,
+            1 => any::<u8>(),
+        ])
+        .boxed(),
+    ]
+    .boxed()
+}
+
+/// Header bytes and payload lengths for `parse_frame`: fields biased
+/// toward each rule's edges (ports 0, `h_len` 0, 8192 and around 1 MiB,
+/// the map bit), an `h_csum` that is 0, valid, valid but for one bit, or
+/// arbitrary, and a payload length that is unknown, right, or anything.
+fn any_frame() -> impl Strategy<Value = ([u8; HEADER_LEN], Option<u64>)> {
+    let len = prop_oneof![
+        any::<u32>(),
+        0u32..200,
+        Just(0u32),
+        Just(CONG_MAP_BYTES as u32),
+        (MAX_FRAME_LEN - 2)..=(MAX_FRAME_LEN + 2),
+    ];
+    let port = prop_oneof![Just(0u16), Just(1), any::<u16>()];
+    let flags = prop_oneof![Just(0u8), Just(FLAG_CONG_BITMAP), 0u8..8, any::<u8>()];
+    let hdr = (
+        (any::<u64>(), any::<u64>(), len, port.clone(), port),
+        (flags, any::<u8>(), frame_area()),
+    )
+        .prop_map(
+            |((sequence, ack, len, sport, dport), (flags, credit, exthdr))| Header {
+                sequence,
+                ack,
+                len,
+                sport,
+                dport,
+                flags,
+                credit,
+                csum: 0,
+                exthdr,
+            },
+        );
+    // The shape: as drawn, or made a map or an ack (which then may still
+    // break other rules).
+    let shape = prop_oneof![3 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8)];
+    let csum_mode = prop_oneof![3 => Just(0u8), 3 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)];
+    let len_mode = prop_oneof![2 => Just(0u8), 4 => Just(1u8), 1 => Just(2u8)];
+    let structured = (
+        (hdr, shape),
+        prop_oneof![Just([0u8; 4]), any::<[u8; 4]>()],
+        (csum_mode, any::<u16>(), 0usize..HEADER_LEN * 8),
+        (len_mode, edgy_u64()),
+    )
+        .prop_map(
+            |((mut h, shape), pad, (csum_mode, csum, flip), (len_mode, other))| {
+                match shape {
+                    1 => {
+                        h.flags |= FLAG_CONG_BITMAP;
+                        (h.sport, h.dport, h.len) = (0, 0, CONG_MAP_BYTES as u32);
+                    }
+                    2 => {
+                        h.flags &= !FLAG_CONG_BITMAP;
+                        (h.sport, h.dport, h.len) = (0, 0, 0);
+                    }
+                    _ => {}
+                }
+                let mut raw = h.encode();
+                raw[26..30].copy_from_slice(&pad);
+                let good = header_checksum(&raw);
+                let c = match csum_mode {
+                    0 => 0,
+                    1 | 2 => good,
+                    _ => csum,
+                };
+                raw[30..32].copy_from_slice(&c.to_be_bytes());
+                if csum_mode == 2 {
+                    raw[flip / 8] ^= 1 << (flip % 8);
+                }
+                let payload = match len_mode {
+                    0 => None,
+                    1 => Some(u64::from(be32_at(&raw, 16))),
+                    _ => Some(other),
+                };
+                (raw, payload)
+            },
+        )
+        .boxed();
+    prop_oneof![
+        1 => (any::<[u8; HEADER_LEN]>(), prop::option::of(edgy_u64())),
+        6 => structured,
+    ]
+}
+
+/// The sequences of calls fed to a `GuessLimit`: a move of the clock
+/// (kept, a few ns, up to a few tokens' worth, anything forward, or back),
+/// what is called then, and how many times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GuessOp {
+    /// `allows`, then `failed` when it allowed (a failed lookup).
+    Lookup,
+    /// `failed` alone.
+    Failed,
+    /// `allows` alone (a lookup that succeeded).
+    Allows,
+}
+
+fn guess_ops() -> impl Strategy<Value = Vec<(i128, GuessOp, u32)>> {
+    let step = prop_oneof![
+        2 => Just(0i128),
+        2 => 0i128..1000,
+        4 => 0i128..(4 * 15_625_000),
+        1 => 0i128..(3 * 1_000_000_000),
+        1 => any::<u64>().prop_map(i128::from),
+        1 => any::<u64>().prop_map(|d| -i128::from(d)),
+        1 => (0i128..(2 * 15_625_000)).prop_map(|d| -d),
+    ];
+    let op = prop_oneof![
+        4 => Just(GuessOp::Lookup),
+        1 => Just(GuessOp::Failed),
+        1 => Just(GuessOp::Allows),
+    ];
+    // Each op is repeated (at the same instant) once, or up to a burst and
+    // more.
+    let reps = prop_oneof![4 => Just(1u32), 1 => 1u32..80];
+    prop::collection::vec((step, op, reps), 0..100)
+}
+
+/// Reconnect sysctls biased toward 0, small values and `u64::MAX`.
+fn backoff_sysctl() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        Just(1u64),
+        0u64..5,
+        1u64..10_000,
+        Just(u64::MAX),
+        (0u64..4).prop_map(|d| u64::MAX / 2 + d - 2),
+        any::<u64>(),
+    ]
 }
 
 // --- control messages ----------------------------------------------------------------------------
@@ -1681,6 +1911,222 @@ proptest! {
         run_quarantine::<1>(&ops)?;
         run_quarantine::<3>(&ops)?;
         run_quarantine::<64>(&ops)?;
+    }
+
+    // parse_frame on any 48 bytes and any payload length: it answers as
+    // its documented rules, in their order (checked against a model of
+    // them over C's extension walk), and an accepted frame obeys each
+    // rule: h_csum 0 or valid, h_len at most 1 MiB and the payload's, a
+    // map's and an ack's shape, and the RDMA extensions it reports are
+    // entries of the area, the first RDMA and the last RDMA_DEST.
+    #[test]
+    fn parse_frame_any_bytes((raw, payload_len) in any_frame()) {
+        let r = parse_frame(&raw, payload_len);
+        let h = Header::decode(&raw).unwrap();
+        prop_assert_eq!(
+            r.map(|f| (f.kind, (f.rdma_rkey, f.rdma_dest))),
+            frame_model(&raw, payload_len)
+        );
+        let Ok(f) = r else { return Ok(()) };
+        prop_assert_eq!(f.hdr, h);
+        prop_assert!(h.csum == 0 || verify_checksum(&raw));
+        prop_assert!(h.csum == 0 || internet_checksum(&raw) == 0);
+        prop_assert!(h.len <= MAX_FRAME_LEN);
+        if let Some(n) = payload_len {
+            prop_assert_eq!(n, u64::from(h.len));
+        }
+        let ports0 = h.sport == 0 && h.dport == 0;
+        match f.kind {
+            FrameKind::CongMap => {
+                prop_assert!(h.flags & FLAG_CONG_BITMAP != 0);
+                prop_assert!(ports0 && h.len as usize == CONG_MAP_BYTES);
+            }
+            FrameKind::AckOnly => {
+                prop_assert!(h.flags & FLAG_CONG_BITMAP == 0);
+                prop_assert!(ports0 && h.len == 0);
+            }
+            FrameKind::Data => {
+                prop_assert!(h.flags & FLAG_CONG_BITMAP == 0);
+                prop_assert!(!(ports0 && h.len == 0));
+            }
+        }
+        let (entries, truncated) = c_exthdr_walk(&h.exthdr);
+        prop_assert_eq!(truncated, None);
+        let rdma: Vec<u32> = entries
+            .iter()
+            .filter(|e| e.1 == EXTHDR_RDMA)
+            .map(|e| be32_at(&h.exthdr, e.0 + 1))
+            .collect();
+        let dest: Vec<(u32, u32)> = entries
+            .iter()
+            .filter(|e| e.1 == EXTHDR_RDMA_DEST)
+            .map(|e| (be32_at(&h.exthdr, e.0 + 1), be32_at(&h.exthdr, e.0 + 5)))
+            .collect();
+        prop_assert_eq!(f.rdma_rkey, rdma.first().copied());
+        prop_assert_eq!(f.rdma_dest, dest.last().copied());
+        prop_assert!(dest.len() <= 1, "two RDMA_DEST in 16 bytes");
+        // The same header with a fresh checksum, and unchecked, classify
+        // the same (the checksum rule is independent of the others).
+        let fresh = parse_frame(&h.with_checksum().encode(), payload_len);
+        prop_assert_eq!(fresh.map(|g| (g.kind, g.rdma_rkey, g.rdma_dest)),
+                        Ok((f.kind, f.rdma_rkey, f.rdma_dest)));
+    }
+
+    // walk_exthdrs on any area: C's walk (16 and above stop, 4 and 7..15
+    // empty, NONE ends), refusing exactly where C stops at a truncated
+    // known type; it agrees with ExtIter where ExtIter knows every type,
+    // and parse_frame carries its answer.
+    #[test]
+    fn walk_exthdrs_any_area(area in frame_area()) {
+        let r = walk_exthdrs(&area);
+        prop_assert_eq!(r, exthdr_model(&area));
+        if let Err(e) = r {
+            let FrameError::TruncatedExt(ty) = e else {
+                return Err(TestCaseError::fail(format!("walk refused with {e:?}")));
+            };
+            prop_assert!(ty != EXTHDR_NONE && ty < EXTHDR_TYPES);
+            prop_assert!(exthdr_payload_len(ty) > 0);
+            // At a position from which its payload runs past the area.
+            let (entries, _) = c_exthdr_walk(&area);
+            let at = entries.last().map_or(0, |e| e.0 + 1 + e.2.len());
+            prop_assert_eq!(area[at], ty);
+            prop_assert!(at + 1 + exthdr_payload_len(ty) > EXTHDR_SPACE);
+        }
+        // ExtIter walks the same entries until a type it does not know.
+        let items: Vec<_> = ExtIter::new(&area).collect();
+        let known: Vec<Ext> = items.iter().map_while(|i| i.ok()).collect();
+        let rkey = known.iter().find_map(|e| match *e {
+            Ext::Rdma { rkey } => Some(rkey),
+            _ => None,
+        });
+        let dest = known.iter().rev().find_map(|e| match *e {
+            Ext::RdmaDest { rkey, offset } => Some((rkey, offset)),
+            _ => None,
+        });
+        match items.last() {
+            None | Some(Ok(_)) => prop_assert_eq!(r, Ok((rkey, dest))),
+            Some(Err(HeaderError::TruncatedExt(t))) => {
+                prop_assert_eq!(r, Err(FrameError::TruncatedExt(*t)));
+            }
+            Some(Err(HeaderError::UnknownExt(t))) if *t >= EXTHDR_TYPES => {
+                prop_assert_eq!(r, Ok((rkey, dest)));
+            }
+            Some(Err(_)) => {
+                // An empty type (4, 7..15): walk_exthdrs goes on past it,
+                // so it may only add to what ExtIter saw.
+                if let Ok((k, _)) = r {
+                    if rkey.is_some() {
+                        prop_assert_eq!(k, rkey);
+                    }
+                }
+            }
+        }
+        let h = Header { exthdr: area, sport: 1, len: 1, ..Header::default() };
+        prop_assert_eq!(
+            parse_frame(&h.encode(), Some(1)).map(|f| (f.rdma_rkey, f.rdma_dest)),
+            r
+        );
+    }
+
+    // The r_key guessing limit on any sequence of lookups, failures and
+    // clock moves (forward, back, by up to 2^64 ns, from any start): it
+    // never grants more failed lookups than GUESS_BURST plus GUESS_PER_SEC
+    // per second the clock advanced; the first GUESS_BURST failures are
+    // never refused; and a refused socket is allowed again 1/64 s later.
+    #[test]
+    fn guess_limit_any_sequence(t0 in edgy_u64(), ops in guess_ops()) {
+        let mut g = GuessLimit::new(t0);
+        let mut now = t0;
+        let mut latest = t0;
+        let mut granted: u128 = 0;
+        let mut failures: u64 = 0;
+        let mut grants = Vec::new();
+        for (step, op, reps) in ops {
+            now = u64::try_from((i128::from(now) + step).clamp(0, i128::from(u64::MAX))).unwrap();
+            for _ in 0..reps {
+            let is_latest = now >= latest;
+            latest = latest.max(now);
+            let allowed = match op {
+                GuessOp::Lookup | GuessOp::Allows => g.allows(now),
+                GuessOp::Failed => false,
+            };
+            if failures < GUESS_BURST && op != GuessOp::Failed {
+                prop_assert!(allowed, "refused after {} failures", failures);
+            }
+            if !allowed && op != GuessOp::Failed && is_latest {
+                if let Some(later) = now.checked_add(1_000_000_000 / GUESS_PER_SEC) {
+                    let mut g2 = g;
+                    prop_assert!(g2.allows(later), "still refused 1/64 s later");
+                }
+            }
+            match op {
+                GuessOp::Lookup if allowed => {
+                    g.failed(now);
+                    granted += 1;
+                    failures += 1;
+                    grants.push(latest);
+                }
+                GuessOp::Failed => {
+                    g.failed(now);
+                    failures += 1;
+                }
+                _ => {}
+            }
+            let elapsed = u128::from(latest - t0);
+            let most = u128::from(GUESS_BURST)
+                + elapsed * u128::from(GUESS_PER_SEC) / 1_000_000_000;
+            prop_assert!(granted <= most, "{} granted in {} ns", granted, elapsed);
+            }
+        }
+        // The same in every window between two grants i <= j: a token
+        // bucket grants at most a burst plus the refill of the window (the
+        // clock as the limit saw it), (j - i + 1) * 1e9 <= GUESS_BURST * 1e9
+        // + (t_j - t_i) * GUESS_PER_SEC, i.e. A(j) - B(i) <= GUESS_BURST * 1e9
+        // with A(j) = (j + 1) * 1e9 - t_j * GUESS_PER_SEC and
+        // B(i) = i * 1e9 - t_i * GUESS_PER_SEC: checked against the least
+        // B(i) so far.
+        let per = i128::from(GUESS_PER_SEC);
+        let mut least_b = i128::MAX;
+        for (j, &t) in grants.iter().enumerate() {
+            let j = j as i128;
+            least_b = least_b.min(j * 1_000_000_000 - i128::from(t) * per);
+            let a = (j + 1) * 1_000_000_000 - i128::from(t) * per;
+            prop_assert!(a - least_b <= i128::from(GUESS_BURST) * 1_000_000_000,
+                         "grant {} at {} ns: more than a burst plus the refill", j, t);
+        }
+    }
+
+    // The reconnect backoff on any sequence of reconnects (any sysctls,
+    // any random number, from any ceiling) and resets: the first delay
+    // after a reset is 0 and sets the ceiling to min (at least 1); every
+    // other is rand % ceiling, below the ceiling before it advanced; the
+    // ceiling then doubles, saturating, to at most max (at least 1).
+    #[test]
+    fn backoff_any_sequence(start in prop_oneof![Just(0u64), edgy_u64()],
+                            ops in prop::collection::vec(
+                                prop::option::of((backoff_sysctl(), backoff_sysctl(),
+                                                  edgy_u64())),
+                                0..40)) {
+        let mut b = Backoff { ceiling: start };
+        for op in ops {
+            let Some((min, max, rand)) = op else {
+                b.reset();
+                prop_assert_eq!(b, Backoff::default());
+                continue;
+            };
+            let before = b.ceiling;
+            let d = b.next_delay(min, max, rand);
+            if before == 0 {
+                prop_assert_eq!(d, 0);
+                prop_assert_eq!(b.ceiling, min.max(1));
+            } else {
+                prop_assert!(d < before);
+                prop_assert_eq!(d, rand % before);
+                prop_assert_eq!(b.ceiling, before.saturating_mul(2).min(max.max(1)));
+                prop_assert!(b.ceiling <= max.max(1));
+            }
+            prop_assert!(b.ceiling >= 1);
+        }
     }
 }
 

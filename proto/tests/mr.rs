@@ -7,8 +7,9 @@ use std::collections::VecDeque;
 use proptest::prelude::*;
 use rds_proto::{
     check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,
-    key_acceptable, make_cookie, rdma_pages, rdma_sg_too_big, AtomicArgs, AtomicOp, MrError,
-    Quarantine, RdmaArgs, RdsIovec, Region, MAX_MR_PAGES, MSG_SG_MAX, SG_ENTRY_LEN, UIO_MAXIOV,
+    key_acceptable, loop_region, make_cookie, rdma_pages, rdma_sg_too_big, AtomicArgs, AtomicOp,
+    MrError, Quarantine, RdmaArgs, RdsIovec, Region, LOOP_BASES, MAX_MR_PAGES, MAX_MSG_SIZE,
+    MSG_SG_MAX, PAGE_SIZE, SG_ENTRY_LEN, UIO_MAXIOV,
 };
 
 fn iov(addr: u64, bytes: u64) -> RdsIovec {
@@ -543,4 +544,131 @@ fn sg_limit_is_c_kmalloc_bound() {
     assert_eq!(pages, (1 << 20) + 1);
     assert!(rdma_sg_too_big(pages));
     assert!(rdma_sg_too_big(u64::MAX));
+}
+
+// --- loopback registration bases ---------------------------------------------------------------
+
+#[test]
+fn loop_bases() {
+    // Every page-aligned base below 2^32 - 2 MiB.
+    assert_eq!(LOOP_BASES, ((1 << 32) - 2 * MAX_MSG_SIZE) / PAGE_SIZE);
+    assert_eq!(LOOP_BASES, (1 << 20) - (1 << 9));
+    // About 20 random bits.
+    const { assert!(LOOP_BASES > 1 << 19 && LOOP_BASES < 1 << 20) };
+}
+
+/// The base `loop_region` chose for `v` (offset less the page offset).
+fn loop_base(v: &RdsIovec, rand: u32) -> u64 {
+    let r = loop_region(v, rand);
+    u64::from(r.offset) - v.addr % PAGE_SIZE
+}
+
+#[test]
+fn loop_region_examples() {
+    let v = iov(0x7f00_1234, 100);
+    assert_eq!(
+        loop_region(&v, 0),
+        Region {
+            offset: 0x234,
+            len: 100
+        }
+    );
+    assert_eq!(
+        loop_region(&v, 1),
+        Region {
+            offset: 0x1234,
+            len: 100
+        }
+    );
+    // rand wraps at LOOP_BASES.
+    let top = u32::try_from(LOOP_BASES).unwrap();
+    assert_eq!(loop_region(&v, top), loop_region(&v, 0));
+    assert_eq!(loop_region(&v, top + 5), loop_region(&v, 5));
+    assert_eq!(loop_base(&v, top - 1), (LOOP_BASES - 1) * PAGE_SIZE);
+    assert_eq!(
+        loop_base(&v, u32::MAX),
+        (u64::from(u32::MAX) % LOOP_BASES) * PAGE_SIZE
+    );
+    // The largest registration at the highest base still ends below 2^32.
+    for addr in [0, 1, PAGE_SIZE - 1] {
+        let bytes = MAX_MR_PAGES * PAGE_SIZE - addr;
+        let big = iov(addr, bytes);
+        assert_eq!(check_registration(&big), Ok((MAX_MR_PAGES, addr as u32)));
+        let r = loop_region(&big, top - 1);
+        assert!(u64::from(r.offset) + r.len <= u64::from(u32::MAX), "{addr}");
+        assert!(r.contains(u64::from(r.offset), r.len));
+        assert_eq!(r.index(u64::from(r.offset) + r.len - 1), Some(bytes - 1));
+    }
+}
+
+#[test]
+fn loop_bases_are_distinct() {
+    // Every rand below LOOP_BASES: its own page-aligned base, in order.
+    let v = iov(0x1000, 1);
+    let mut last = None;
+    for rand in 0..u32::try_from(LOOP_BASES).unwrap() {
+        let base = loop_base(&v, rand);
+        assert_eq!(base, u64::from(rand) * PAGE_SIZE);
+        if let Some(l) = last {
+            assert!(base > l);
+        }
+        last = Some(base);
+    }
+    assert_eq!(last, Some((1 << 32) - 2 * MAX_MSG_SIZE - PAGE_SIZE));
+}
+
+/// Registrations that pass check_registration, of every size up to the
+/// largest, at addresses all over the space.
+fn valid_iovec() -> impl Strategy<Value = RdsIovec> {
+    prop_oneof![
+        (any::<u64>(), 1u64..=MAX_MR_PAGES * PAGE_SIZE),
+        (any::<u64>(), 1u64..100),
+        (0u64..PAGE_SIZE, Just(MAX_MR_PAGES * PAGE_SIZE)),
+        any_iovec().prop_map(|v| (v.addr, v.bytes)),
+    ]
+    .prop_map(|(addr, bytes)| iov(addr, bytes))
+    .prop_filter("a valid registration", |v| check_registration(v).is_ok())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    #[test]
+    fn loop_region_fits(v in valid_iovec(),
+                        rand in prop_oneof![any::<u32>(), 0u32..10,
+                                            (0u32..10).prop_map(|d| u32::MAX - d),
+                                            (0u32..10).prop_map(|d| (LOOP_BASES as u32) - 1 - d)]) {
+        let (_, page_off) = check_registration(&v).unwrap();
+        let r = loop_region(&v, rand);
+        let (offset, len) = (u64::from(r.offset), r.len);
+        prop_assert_eq!(len, v.bytes);
+        // The page offset survives: the peer's addresses keep their alignment.
+        prop_assert_eq!(offset % PAGE_SIZE, v.addr % PAGE_SIZE);
+        prop_assert_eq!(offset % PAGE_SIZE, u64::from(page_off));
+        // The region fits in the cookie's 32-bit offset.
+        prop_assert!(offset + len <= u64::from(u32::MAX));
+        // Its base is a page multiple below 2^32 - 2 MiB, chosen by rand.
+        let base = offset - v.addr % PAGE_SIZE;
+        prop_assert_eq!(base % PAGE_SIZE, 0);
+        prop_assert!(base < (1 << 32) - 2 * MAX_MSG_SIZE);
+        prop_assert_eq!(base, (u64::from(rand) % LOOP_BASES) * PAGE_SIZE);
+        // Every byte is addressable, and nothing outside.
+        prop_assert!(r.contains(offset, len));
+        prop_assert_eq!(r.index(offset), Some(0));
+        prop_assert_eq!(r.index(offset + len - 1), Some(len - 1));
+        prop_assert_eq!(r.index(offset + len), None);
+        prop_assert_eq!(r.index(offset.wrapping_sub(1)), None);
+    }
+
+    #[test]
+    fn loop_bases_differ(a in 0..LOOP_BASES, b in 0..LOOP_BASES, v in valid_iovec()) {
+        let (a, b) = (a as u32, b as u32);
+        let (ra, rb) = (loop_region(&v, a), loop_region(&v, b));
+        prop_assert_eq!(ra == rb, a == b);
+        // Different bases are at least a page apart, so two registrations
+        // of the same buffer do not share an offset.
+        if a != b {
+            prop_assert!(ra.offset.abs_diff(rb.offset) >= PAGE_SIZE as u32);
+        }
+    }
 }
