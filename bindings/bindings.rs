@@ -16,5 +16,9 @@ pub(crate) mod mm;
 pub(crate) mod net;
 #[path = "raw.rs"]
 pub(crate) mod raw;
+#[path = "sync.rs"]
+pub(crate) mod sync;
 #[path = "sys.rs"]
 pub(crate) mod sys;
+#[path = "testhooks.rs"]
+pub(crate) mod testhooks;

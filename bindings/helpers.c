@@ -3,12 +3,16 @@
  * C helpers for kernel macros and fields used by rds-rs (see helpers.h). The macros pass
  * KBUILD_MODNAME, so the resources they create are attributed to rds_rs.
  */
-#include <linux/debugfs.h>
+#include <linux/cred.h>
+#include <linux/interrupt.h>
+#include <linux/llist.h>
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/random.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/sysctl.h>
@@ -277,40 +281,21 @@ void rds_rs_mm_put(struct mm_struct *mm)
 	mmdrop(mm);
 }
 
-int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc)
-{
-	return account_locked_vm(mm, pages, inc);
-}
-
 u32 rds_rs_random_u32(void)
 {
 	return get_random_u32();
 }
 
 /*
- * Test hooks. loop_hold: while non-zero, the loopback transport leaves messages queued on their
- * connections instead of delivering them, so tests can cancel or close with operations in
- * flight. Only root can reach debugfs.
+ * How long a connection stays idle (nothing queued, unacknowledged or in transmission, no
+ * message either way) before the reaper takes it, in milliseconds. The test build exposes it
+ * in debugfs (testhooks.c).
  */
-static struct dentry *rds_rs_debugfs_dir;
-static u32 rds_rs_loop_hold_val;
+unsigned int rds_rs_conn_idle_ms = 10000;
 
-int rds_rs_debugfs_init(void)
+unsigned long rds_rs_conn_idle_jiffies(void)
 {
-	rds_rs_debugfs_dir = debugfs_create_dir("rds_rs", NULL);
-	debugfs_create_u32("loop_hold", 0600, rds_rs_debugfs_dir, &rds_rs_loop_hold_val);
-	return 0;
-}
-
-void rds_rs_debugfs_exit(void)
-{
-	debugfs_remove_recursive(rds_rs_debugfs_dir);
-	rds_rs_debugfs_dir = NULL;
-}
-
-bool rds_rs_loop_hold(void)
-{
-	return READ_ONCE(rds_rs_loop_hold_val) != 0;
+	return msecs_to_jiffies(READ_ONCE(rds_rs_conn_idle_ms));
 }
 
 static void (*rds_rs_net_exit_fn)(struct net *net);
@@ -415,4 +400,159 @@ unsigned int rds_rs_sysctl_max_unacked_packets(void)
 unsigned int rds_rs_sysctl_max_unacked_bytes(void)
 {
 	return READ_ONCE(rds_rs_max_unacked_bytes);
+}
+
+/* Contexts and locks (bindings/sync.rs). */
+void rds_rs_might_sleep(void)
+{
+	might_sleep();
+}
+
+void rds_rs_spin_lock_bh(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void rds_rs_spin_unlock_bh(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+/*
+ * Values whose destructors sleep, dropped in process context: any context may hand a node to
+ * rds_rs_defer(); a work item on system_unbound_wq hands each back to Rust (rds_rs_run_deferred),
+ * oldest first. llist_add() returns true when the list was empty: the work is then queued (a
+ * work item that is running may be queued again; one that is pending will see the node).
+ */
+static LLIST_HEAD(rds_rs_deferred);
+
+static void rds_rs_deferred_work_fn(struct work_struct *work)
+{
+	struct llist_node *node = llist_reverse_order(llist_del_all(&rds_rs_deferred));
+
+	while (node) {
+		struct llist_node *next = node->next;
+
+		rds_rs_run_deferred(node);
+		node = next;
+		cond_resched();
+	}
+}
+
+static DECLARE_WORK(rds_rs_deferred_work, rds_rs_deferred_work_fn);
+
+void rds_rs_defer(struct llist_node *node)
+{
+	if (llist_add(node, &rds_rs_deferred))
+		queue_work(system_unbound_wq, &rds_rs_deferred_work);
+}
+
+/* Until nothing is left: a deferred drop may defer more. */
+void rds_rs_defer_flush(void)
+{
+	do {
+		flush_work(&rds_rs_deferred_work);
+	} while (!llist_empty(&rds_rs_deferred));
+}
+
+/* Delayed work (bindings/sys.rs). One lockdep class for all of them. */
+void rds_rs_init_delayed_work(struct delayed_work *dw, work_func_t fn)
+{
+	INIT_DELAYED_WORK(dw, fn);
+}
+
+bool rds_rs_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+			       unsigned long delay)
+{
+	return queue_delayed_work(wq, dw, delay);
+}
+
+bool rds_rs_cancel_delayed_work_sync(struct delayed_work *dw)
+{
+	return cancel_delayed_work_sync(dw);
+}
+
+unsigned long rds_rs_msecs_to_jiffies(unsigned int ms)
+{
+	return msecs_to_jiffies(ms);
+}
+
+unsigned long rds_rs_jiffies(void)
+{
+	return jiffies;
+}
+
+unsigned long rds_rs_sysctl_reconnect_min_jiffies(void)
+{
+	return READ_ONCE(rds_rs_reconnect_min_jiffies);
+}
+
+unsigned long rds_rs_sysctl_reconnect_max_jiffies(void)
+{
+	return READ_ONCE(rds_rs_reconnect_max_jiffies);
+}
+
+/* Payload pages and the iovecs of a sendmsg/recvmsg (bindings/net.rs). */
+size_t rds_rs_msg_copy_page_from(struct msghdr *msg, struct page *page, size_t off, size_t len)
+{
+	return copy_page_from_iter(page, off, len, &msg->msg_iter);
+}
+
+size_t rds_rs_msg_copy_page_to(struct msghdr *msg, struct page *page, size_t off, size_t len)
+{
+	return copy_page_to_iter(page, off, len, &msg->msg_iter);
+}
+
+/* The socket lock (lock_sock) and its lockdep check. */
+void rds_rs_lock_sock(struct sock *sk)
+{
+	lock_sock(sk);
+}
+
+void rds_rs_release_sock(struct sock *sk)
+{
+	release_sock(sk);
+}
+
+void rds_rs_sock_owned_by_me(struct sock *sk)
+{
+	sock_owned_by_me(sk);
+}
+
+/*
+ * Locked memory charged to the user who created a socket (as io_uring charges its creator):
+ * user->locked_vm against RLIMIT_MEMLOCK (unless CAP_IPC_LOCK), and the creator's mm's
+ * pinned_vm for /proc/PID/status (VmPin).
+ */
+struct user_struct *rds_rs_current_user(void)
+{
+	return get_current_user();
+}
+
+void rds_rs_free_uid(struct user_struct *user)
+{
+	free_uid(user);
+}
+
+int rds_rs_user_charge(struct user_struct *user, struct mm_struct *mm, unsigned long pages)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long cur = atomic_long_read(&user->locked_vm), new;
+	bool unlimited = capable(CAP_IPC_LOCK);
+
+	do {
+		new = cur + pages;
+		if (new < cur || (!unlimited && new > limit))
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+	if (mm)
+		atomic64_add(pages, &mm->pinned_vm);
+	return 0;
+}
+
+void rds_rs_user_uncharge(struct user_struct *user, struct mm_struct *mm, unsigned long pages)
+{
+	atomic_long_sub(pages, &user->locked_vm);
+	if (mm)
+		atomic64_sub(pages, &mm->pinned_vm);
 }

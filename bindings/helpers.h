@@ -13,6 +13,8 @@
 #include <linux/sockptr.h>
 #include <linux/wait.h>
 #include <linux/poll.h>
+#include <linux/llist.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -86,13 +88,11 @@ void rds_rs_page_copy(struct page *dst, size_t dst_off, struct page *src, size_t
 bool rds_rs_can_do_mlock(void);
 struct mm_struct *rds_rs_mm_get(void);
 void rds_rs_mm_put(struct mm_struct *mm);
-int rds_rs_mm_account(struct mm_struct *mm, unsigned long pages, bool inc);
 u32 rds_rs_random_u32(void);
 
-/* Test hooks under /sys/kernel/debug/rds_rs (see Documentation/testing.md). */
-int rds_rs_debugfs_init(void);
-void rds_rs_debugfs_exit(void);
-bool rds_rs_loop_hold(void);
+/* The reaper's idle time. */
+extern unsigned int rds_rs_conn_idle_ms;
+unsigned long rds_rs_conn_idle_jiffies(void);
 
 /* Per-namespace exit hook and /proc/sys/net/rds. */
 int rds_rs_pernet_register(void (*exit)(struct net *net));
@@ -102,5 +102,41 @@ void rds_rs_sysctl_unregister(void);
 unsigned int rds_rs_sysctl_ping_enable(void);
 unsigned int rds_rs_sysctl_max_unacked_packets(void);
 unsigned int rds_rs_sysctl_max_unacked_bytes(void);
+
+
+/* Contexts, bottom-half spinlocks, deferred drops (bindings/sync.rs). */
+struct llist_node;
+void rds_rs_might_sleep(void);
+void rds_rs_spin_lock_bh(spinlock_t *lock);
+void rds_rs_spin_unlock_bh(spinlock_t *lock);
+void rds_rs_defer(struct llist_node *node);
+void rds_rs_defer_flush(void);
+/* Implemented in Rust (bindings/sync.rs). */
+void rds_rs_run_deferred(struct llist_node *node);
+
+/* Delayed work and time (bindings/sys.rs). */
+struct delayed_work;
+void rds_rs_init_delayed_work(struct delayed_work *dw, work_func_t fn);
+bool rds_rs_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+			       unsigned long delay);
+bool rds_rs_cancel_delayed_work_sync(struct delayed_work *dw);
+unsigned long rds_rs_msecs_to_jiffies(unsigned int ms);
+unsigned long rds_rs_jiffies(void);
+unsigned long rds_rs_sysctl_reconnect_min_jiffies(void);
+unsigned long rds_rs_sysctl_reconnect_max_jiffies(void);
+
+/* Payload pages, the socket lock. */
+size_t rds_rs_msg_copy_page_from(struct msghdr *msg, struct page *page, size_t off, size_t len);
+size_t rds_rs_msg_copy_page_to(struct msghdr *msg, struct page *page, size_t off, size_t len);
+void rds_rs_lock_sock(struct sock *sk);
+void rds_rs_release_sock(struct sock *sk);
+void rds_rs_sock_owned_by_me(struct sock *sk);
+
+/* Locked memory charged to a socket's creator (bindings/mm.rs). */
+struct user_struct;
+struct user_struct *rds_rs_current_user(void);
+void rds_rs_free_uid(struct user_struct *user);
+int rds_rs_user_charge(struct user_struct *user, struct mm_struct *mm, unsigned long pages);
+void rds_rs_user_uncharge(struct user_struct *user, struct mm_struct *mm, unsigned long pages);
 
 #endif

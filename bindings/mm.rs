@@ -9,14 +9,14 @@
 //! A memory registration or an RDMA operation pins the user pages it covers
 //! ([`PinnedPages`]); data moves between pinned pages, or between them and kernel buffers,
 //! through temporary kernel mappings. Long-lived pins are charged to the owner's
-//! `RLIMIT_MEMLOCK` ([`LockedVm`]).
+//! `RLIMIT_MEMLOCK` of the socket's creator ([`MemlockUser`], [`PinCharge`]).
 
 use super::raw;
 use core::{
     ptr::{self, NonNull},
     sync::atomic::{AtomicBool, Ordering},
 };
-use kernel::{error::to_result, prelude::*};
+use kernel::{error::to_result, prelude::*, sync::Arc};
 
 /// The page size (x86-64).
 pub(crate) const PAGE_SIZE: usize = 4096;
@@ -169,53 +169,87 @@ impl Drop for PinnedPages {
     }
 }
 
-/// Pages charged to a task's locked memory (`mm->locked_vm`, limited by `RLIMIT_MEMLOCK`
-/// unless the task has `CAP_IPC_LOCK`); uncharged when dropped (which sleeps: drop in process
-/// context with no spinlock held).
+/// The user who created a socket, to whom the socket's long-lived pins are charged (as
+/// io_uring charges its creator): a reference to the creator's `user_struct` and a grab of
+/// its `mm` (for `VmPin` in `/proc/PID/status`).
+///
+/// Dropping it never sleeps (`free_uid` and `mmdrop` may run in atomic context, as the
+/// scheduler's own `mmdrop` does).
 ///
 /// # Invariants
 ///
-/// `mm` holds a reference taken by `rds_rs_mm_get`, and `pages` are charged to it.
-pub(crate) struct LockedVm {
-    mm: NonNull<raw::mm_struct>,
-    pages: usize,
+/// `user` holds a reference taken by `get_current_user`; `mm`, when non-null, one taken by
+/// `mmgrab`.
+pub(crate) struct MemlockUser {
+    user: NonNull<raw::user_struct>,
+    mm: *mut raw::mm_struct,
 }
 
-// SAFETY: The mm reference and the charge may be released from any task.
-unsafe impl Send for LockedVm {}
-// SAFETY: `&LockedVm` gives no access to anything.
-unsafe impl Sync for LockedVm {}
+// SAFETY: The references may be used and dropped from any task.
+unsafe impl Send for MemlockUser {}
+// SAFETY: Shared access only charges atomically.
+unsafe impl Sync for MemlockUser {}
 
-impl LockedVm {
-    /// Charges `pages` to the calling task: `EPERM` when it may not lock memory at all
-    /// (`can_do_mlock`, as C RDS checks), `ENOMEM` over its limit.
-    pub(crate) fn charge(pages: usize) -> Result<Self> {
+impl MemlockUser {
+    /// The calling task's user and mm (the socket's creator).
+    pub(crate) fn current() -> Result<Self> {
+        // SAFETY: The helper returns the caller's user with a new reference.
+        let user = NonNull::new(unsafe { raw::rds_rs_current_user() }).ok_or(EINVAL)?;
+        // SAFETY: The helper returns the caller's mm with a new reference, or null.
+        let mm = unsafe { raw::rds_rs_mm_get() };
+        // INVARIANT: both references taken above.
+        Ok(Self { user, mm })
+    }
+
+    /// Charges `pages` pinned pages to the user: `EPERM` when the calling task may not lock
+    /// memory at all (`can_do_mlock`, as C RDS checks), `ENOMEM` above the calling task's
+    /// `RLIMIT_MEMLOCK` (unless it has `CAP_IPC_LOCK`) counting everything the user has
+    /// charged so far.
+    pub(crate) fn charge(self: &Arc<Self>, pages: usize) -> Result<PinCharge> {
         // SAFETY: The helper has no preconditions.
         if !unsafe { raw::rds_rs_can_do_mlock() } {
             return Err(EPERM);
         }
-        // SAFETY: The helper returns the caller's mm with a new reference, or null.
-        let mm = NonNull::new(unsafe { raw::rds_rs_mm_get() }).ok_or(EFAULT)?;
-        // SAFETY: `mm` is referenced above.
-        if let Err(e) = to_result(unsafe { raw::rds_rs_mm_account(mm.as_ptr(), pages as _, true) })
-        {
-            // SAFETY: Drops the reference taken above.
-            unsafe { raw::rds_rs_mm_put(mm.as_ptr()) };
-            return Err(e);
-        }
-        // INVARIANT: referenced and charged.
-        Ok(Self { mm, pages })
+        // SAFETY: `user` and `mm` are referenced (type invariant).
+        to_result(unsafe { raw::rds_rs_user_charge(self.user.as_ptr(), self.mm, pages as _) })?;
+        // INVARIANT: charged just now.
+        Ok(PinCharge {
+            user: self.clone(),
+            pages,
+        })
     }
 }
 
-impl Drop for LockedVm {
+impl Drop for MemlockUser {
     fn drop(&mut self) {
-        // SAFETY: By the type invariant `mm` is referenced and `pages` are charged to it;
-        // both are given back exactly once, here.
+        // SAFETY: Both references were taken in `current` (type invariant) and are dropped
+        // exactly once, here.
         unsafe {
-            raw::rds_rs_mm_account(self.mm.as_ptr(), self.pages as _, false);
-            raw::rds_rs_mm_put(self.mm.as_ptr());
+            raw::rds_rs_free_uid(self.user.as_ptr());
+            if !self.mm.is_null() {
+                raw::rds_rs_mm_put(self.mm);
+            }
         }
+    }
+}
+
+/// Pages charged to a [`MemlockUser`]; uncharged when dropped (which never sleeps).
+///
+/// # Invariants
+///
+/// `pages` are charged to `user`.
+pub(crate) struct PinCharge {
+    user: Arc<MemlockUser>,
+    pages: usize,
+}
+
+impl Drop for PinCharge {
+    fn drop(&mut self) {
+        // SAFETY: The pages are charged to the user (type invariant) and uncharged once, here;
+        // the user's references are alive while `self.user` is.
+        unsafe {
+            raw::rds_rs_user_uncharge(self.user.user.as_ptr(), self.user.mm, self.pages as _)
+        };
     }
 }
 
@@ -229,4 +263,33 @@ pub(crate) fn random_u32() -> u32 {
 pub(crate) fn can_do_mlock() -> bool {
     // SAFETY: The helper has no preconditions.
     unsafe { raw::rds_rs_can_do_mlock() }
+}
+
+/// Copies `src` into `page` at `offset` (`EINVAL` when it does not fit). The `&mut` makes the
+/// caller the page's only user, so the write races with nothing.
+pub(crate) fn page_write(page: &mut kernel::page::Page, offset: usize, src: &[u8]) -> Result {
+    if offset
+        .checked_add(src.len())
+        .is_none_or(|end| end > kernel::page::PAGE_SIZE)
+    {
+        return Err(EINVAL);
+    }
+    // SAFETY: `src` is valid for reads of its length, the range is inside the page (checked
+    // above), and `&mut page` excludes every concurrent access to it.
+    unsafe { page.write_raw(src.as_ptr(), offset, src.len()) }
+}
+
+/// Copies bytes of `page` from `offset` into `dst` (`EINVAL` when the range is not inside the
+/// page). Pages shared through `&Page` are not written (writes need `&mut`,
+/// [`page_write`]), so the read races with no write.
+pub(crate) fn page_read(page: &kernel::page::Page, offset: usize, dst: &mut [u8]) -> Result {
+    if offset
+        .checked_add(dst.len())
+        .is_none_or(|end| end > kernel::page::PAGE_SIZE)
+    {
+        return Err(EINVAL);
+    }
+    // SAFETY: `dst` is valid for writes of its length, the range is inside the page (checked
+    // above), and no write to a shared page can happen (see above).
+    unsafe { page.read_raw(dst.as_mut_ptr(), offset, dst.len()) }
 }

@@ -12,16 +12,17 @@
 //! `extern "C"` callbacks that connect the C socket layer to the implementation.
 
 use super::raw;
+use super::sync::ProcessCtx;
 use core::{
     marker::PhantomData,
-    mem::{offset_of, size_of, MaybeUninit},
+    mem::{offset_of, size_of},
     ptr::{self, NonNull},
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
 use kernel::{
-    alloc::KVVec,
     error::{from_result, to_result},
     ffi::{self, c_char, c_int, c_void},
+    page::Page,
     prelude::*,
     sync::{Arc, ArcBorrow},
     types::{ForeignOwnable, Opaque},
@@ -193,6 +194,7 @@ pub(crate) trait Family: Sized + 'static {
     /// An error is returned to `socket(2)` and no socket is created.
     fn create(
         shared: ArcBorrow<'_, Self::Shared>,
+        net: NetId,
         sock_type: i32,
         protocol: i32,
         kern: bool,
@@ -200,44 +202,67 @@ pub(crate) trait Family: Sized + 'static {
 
     /// Called once the socket is complete (its state is reachable through [`Sock::state`]),
     /// before `socket(2)` returns. It cannot fail: anything fallible belongs in `create`.
-    fn created(sock: &Sock<Self>);
+    fn created(sock: &Sock<Self>, ctx: &ProcessCtx);
 
     /// Called when the socket is closed: the last file reference to it is gone.
     ///
     /// The state itself is dropped later, when the last reference to the `struct sock` goes
     /// (see [`SockRef`]). That happens in process context, but possibly inside another socket's
     /// system call, so `Self::Socket`'s `Drop` must not take locks of other sockets.
-    fn release(sock: &Sock<Self>);
+    fn release(sock: &Sock<Self>, ctx: &ProcessCtx);
 
     /// `bind(2)`: `addr` is the socket address user space passed (already copied into the
     /// kernel; its length is the `addrlen` argument).
-    fn bind(sock: &Sock<Self>, addr: &[u8]) -> Result;
+    fn bind(sock: &Sock<Self>, addr: &[u8], ctx: &ProcessCtx) -> Result;
 
     /// `connect(2)`: `addr` as for [`Family::bind`].
-    fn connect(sock: &Sock<Self>, addr: &[u8]) -> Result;
+    fn connect(sock: &Sock<Self>, addr: &[u8], ctx: &ProcessCtx) -> Result;
 
     /// `getsockname(2)` (`peer` false) and `getpeername(2)` (`peer` true): writes the address
     /// into `out` and returns its length.
     fn getname(sock: &Sock<Self>, peer: bool, out: &mut [u8; GETNAME_LEN]) -> Result<usize>;
 
     /// `setsockopt(2)` for levels other than `SOL_SOCKET` (which the socket layer handles).
-    fn setsockopt(sock: &Sock<Self>, level: i32, optname: i32, val: &OptVal) -> Result;
+    fn setsockopt(
+        sock: &Sock<Self>,
+        level: i32,
+        optname: i32,
+        val: &OptVal,
+        ctx: &ProcessCtx,
+    ) -> Result;
 
     /// `getsockopt(2)` for levels other than `SOL_SOCKET`. The value returned on success is
     /// what the system call returns (0 for ordinary options).
-    fn getsockopt(sock: &Sock<Self>, level: i32, optname: i32, out: &OptOut) -> Result<i32>;
+    fn getsockopt(
+        sock: &Sock<Self>,
+        level: i32,
+        optname: i32,
+        out: &OptOut,
+        ctx: &ProcessCtx,
+    ) -> Result<i32>;
 
     /// `ioctl(2)` on the socket; `ENOIOCTLCMD` for commands the family does not know (the
     /// socket layer then answers `ENOTTY`). `arg` is the user-space argument.
-    fn ioctl(sock: &Sock<Self>, cmd: u32, arg: UserPtr) -> Result;
+    fn ioctl(sock: &Sock<Self>, cmd: u32, arg: UserPtr, ctx: &ProcessCtx) -> Result;
 
     /// `sendmsg(2)`: `len` is the payload length (the sum of the iovecs). Returns the number of
     /// bytes sent.
-    fn sendmsg(sock: &Sock<Self>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize>;
+    fn sendmsg(
+        sock: &Sock<Self>,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        ctx: &ProcessCtx,
+    ) -> Result<usize>;
 
     /// `recvmsg(2)` with the caller's `flags`; `len` is the room in the iovecs. Returns what the
     /// system call returns.
-    fn recvmsg(sock: &Sock<Self>, msg: &mut MsgHdr<'_>, len: usize, flags: i32) -> Result<usize>;
+    fn recvmsg(
+        sock: &Sock<Self>,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        flags: i32,
+        ctx: &ProcessCtx,
+    ) -> Result<usize>;
 
     /// `poll(2)`: registers the wait queues through `poll` and returns the ready events
     /// (`EPOLL*` bits).
@@ -339,10 +364,24 @@ impl<F: Family> Sock<F> {
         unsafe { raw::sock_flag(self.as_ptr(), flag as raw::sock_flags) }
     }
 
-    /// Sets or clears a `SOCK_*` flag of the socket.
-    pub(crate) fn set_flag(&self, flag: SockFlag, on: bool) {
-        // SAFETY: The sock is alive (type invariant); the helpers change one bit of
-        // `sk_flags`, which callers serialise as C does (the socket lock or a syscall on it).
+    /// Takes the socket lock (`lock_sock`), which the socket layer holds while it changes
+    /// `SOL_SOCKET` options; released when the guard is dropped. Sleeps.
+    pub(crate) fn lock_sock(&self, _ctx: &super::sync::ProcessCtx) -> SockLock<'_, F> {
+        // SAFETY: The sock is alive (type invariant); `lock_sock` may sleep, which `_ctx`
+        // allows.
+        unsafe { raw::rds_rs_lock_sock(self.as_ptr()) };
+        // INVARIANT: the lock was just taken.
+        SockLock { sock: self }
+    }
+
+    /// Sets or clears a `SOCK_*` flag of the socket. `sk_flags` is changed with non-atomic
+    /// bit operations by the socket layer under the socket lock, so this needs it too.
+    pub(crate) fn set_flag(&self, locked: &SockLock<'_, F>, flag: SockFlag, on: bool) {
+        debug_assert!(ptr::eq(locked.sock, self));
+        // SAFETY: The sock is alive (type invariant); the helper only checks lockdep's record.
+        unsafe { raw::rds_rs_sock_owned_by_me(self.as_ptr()) };
+        // SAFETY: The sock is alive (type invariant); the helpers change one bit of `sk_flags`
+        // under the socket lock (`locked`), as the socket layer does.
         unsafe {
             if on {
                 raw::sock_set_flag(self.as_ptr(), flag as raw::sock_flags)
@@ -438,6 +477,22 @@ const SOL_IP: ffi::c_int = 0;
 /// `IP_RECVERR`, the cmsg type of those reports.
 const IP_RECVERR: ffi::c_int = 11;
 
+/// The socket lock (`lock_sock`) of a socket, held while this guard exists.
+///
+/// # Invariants
+///
+/// The lock of `sock` is held by the current task until the guard is dropped.
+pub(crate) struct SockLock<'a, F: Family> {
+    sock: &'a Sock<F>,
+}
+
+impl<F: Family> Drop for SockLock<'_, F> {
+    fn drop(&mut self) {
+        // SAFETY: The lock is held (type invariant) and released once, here.
+        unsafe { raw::rds_rs_release_sock(self.sock.as_ptr()) };
+    }
+}
+
 /// The `SOCK_*` flags of a `struct sock` that RDS looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
@@ -497,9 +552,6 @@ impl<F: Family> Drop for SockRef<F> {
 pub(crate) struct Timeout(i64);
 
 impl Timeout {
-    /// Wait as long as it takes (`MAX_SCHEDULE_TIMEOUT`).
-    pub(crate) const FOREVER: Timeout = Timeout(i64::MAX);
-
     /// Whether the caller asked not to wait at all.
     pub(crate) fn is_zero(self) -> bool {
         self.0 == 0
@@ -719,33 +771,44 @@ impl<'a> MsgHdr<'a> {
         unsafe { raw::rds_rs_msg_left(self.msg) }
     }
 
-    /// Copies payload from the caller's iovecs into `dst` (`copy_from_iter`); returns the bytes
-    /// copied, short when user memory faults.
-    pub(crate) fn copy_from_user(&mut self, dst: &mut [MaybeUninit<u8>]) -> usize {
-        // SAFETY: `msg` is the valid msghdr of the current call and `dst` is valid for writes
-        // of its length; `copy_from_iter` writes at most that many bytes.
-        unsafe { raw::rds_rs_msg_copy_from(self.msg, dst.as_mut_ptr().cast(), dst.len()) }
-    }
-
-    /// Copies `len` bytes of payload from the caller's iovecs into a new kernel buffer;
-    /// `EFAULT` when user memory faults.
-    pub(crate) fn copy_payload(&mut self, len: usize) -> Result<KVVec<u8>> {
-        let mut v = KVVec::with_capacity(len, GFP_KERNEL)?;
-        let dst = v.spare_capacity_mut().get_mut(..len).ok_or(ENOMEM)?;
-        if self.copy_from_user(dst) != len {
-            return Err(EFAULT);
+    /// Copies up to `len` bytes of payload from the caller's iovecs into `page` at `offset`
+    /// (`copy_page_from_iter`); returns the bytes copied, short when user memory faults.
+    /// `EINVAL` when the range is not inside the page.
+    pub(crate) fn copy_into_page(
+        &mut self,
+        page: &Page,
+        offset: usize,
+        len: usize,
+    ) -> Result<usize> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > kernel::page::PAGE_SIZE)
+        {
+            return Err(EINVAL);
         }
-        // SAFETY: `copy_from_user` initialised all of the first `len` elements (it copied
-        // exactly `len` bytes into them), and `len` is within the capacity.
-        unsafe { v.set_len(len) };
-        Ok(v)
+        // SAFETY: `msg` is the valid msghdr of the current call; `page` is an allocated page
+        // that this call may write (it is borrowed from its owner, and the range is inside it).
+        Ok(unsafe { raw::rds_rs_msg_copy_page_from(self.msg, page.as_ptr().cast(), offset, len) })
     }
 
-    /// Copies `src` to the caller's iovecs (`copy_to_iter`); returns the bytes copied, short
-    /// when user memory faults or the iovecs are full.
-    pub(crate) fn copy_to_user(&mut self, src: &[u8]) -> usize {
-        // SAFETY: `msg` is the valid msghdr of the current call and `src` valid for reads.
-        unsafe { raw::rds_rs_msg_copy_to(self.msg, src.as_ptr().cast(), src.len()) }
+    /// Copies up to `len` bytes from `page` at `offset` to the caller's iovecs
+    /// (`copy_page_to_iter`); returns the bytes copied, short when user memory faults or the
+    /// iovecs are full. `EINVAL` when the range is not inside the page.
+    pub(crate) fn copy_from_page(
+        &mut self,
+        page: &Page,
+        offset: usize,
+        len: usize,
+    ) -> Result<usize> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > kernel::page::PAGE_SIZE)
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: `msg` is the valid msghdr of the current call; `page` is an allocated page
+        // and the range is inside it.
+        Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_ptr().cast(), offset, len) })
     }
 
     /// Undoes the last `n` bytes of copying (`iov_iter_revert`).
@@ -990,7 +1053,7 @@ unsafe extern "C" fn create_callback<F: Family>(
         let shared = unsafe {
             <Arc<F::Shared> as ForeignOwnable>::borrow(F::tables().shared.load(Ordering::Acquire))
         };
-        let state = F::create(shared, sock_type, protocol, kern != 0)?;
+        let state = F::create(shared, NetId::from_raw(net), sock_type, protocol, kern != 0)?;
         let sk_protocol = u16::try_from(protocol).map_err(|_| EINVAL)?;
         let tables = F::tables();
         // SAFETY: `net` is valid per the safety requirements, and `tables.proto` is registered
@@ -1019,7 +1082,7 @@ unsafe extern "C" fn create_callback<F: Family>(
             (*sk.cast::<SockMem>()).state = state.into_foreign();
         }
         // SAFETY: The socket is complete and `sock` holds a reference to it for the call.
-        F::created(unsafe { Sock::<F>::from_raw(sk) });
+        F::created(unsafe { Sock::<F>::from_raw(sk) }, &ProcessCtx::enter());
         Ok(0)
     })
 }
@@ -1037,7 +1100,7 @@ unsafe extern "C" fn release_callback<F: Family>(sock: *mut raw::socket) -> c_in
     }
     // SAFETY: `sk` is a socket of `F` and `sock` holds its reference until the `sock_put`
     // below.
-    F::release(unsafe { Sock::<F>::from_raw(sk) });
+    F::release(unsafe { Sock::<F>::from_raw(sk) }, &ProcessCtx::enter());
     // SAFETY: `sk` is valid and this function owns the reference the socket holds on it; after
     // detaching it from `sock` that reference is dropped exactly once.
     unsafe {
@@ -1110,7 +1173,7 @@ unsafe extern "C" fn bind_callback<F: Family>(
         let s = unsafe { sock_of::<F>(sock) };
         // SAFETY: As above.
         let addr = unsafe { addr_bytes(addr, addr_len)? };
-        F::bind(s, addr)?;
+        F::bind(s, addr, &ProcessCtx::enter())?;
         Ok(0)
     })
 }
@@ -1131,7 +1194,7 @@ unsafe extern "C" fn connect_callback<F: Family>(
         let s = unsafe { sock_of::<F>(sock) };
         // SAFETY: As above.
         let addr = unsafe { addr_bytes(addr, addr_len)? };
-        F::connect(s, addr)?;
+        F::connect(s, addr, &ProcessCtx::enter())?;
         Ok(0)
     })
 }
@@ -1179,7 +1242,7 @@ unsafe extern "C" fn setsockopt_callback<F: Family>(
             ptr: optval,
             len: optlen,
         };
-        F::setsockopt(s, level, optname, &val)?;
+        F::setsockopt(s, level, optname, &val, &ProcessCtx::enter())?;
         Ok(0)
     })
 }
@@ -1204,7 +1267,7 @@ unsafe extern "C" fn getsockopt_callback<F: Family>(
             val: optval as UserPtr,
             len: optlen as UserPtr,
         };
-        F::getsockopt(s, level, optname, &out)
+        F::getsockopt(s, level, optname, &out, &ProcessCtx::enter())
     })
 }
 
@@ -1221,7 +1284,7 @@ unsafe extern "C" fn ioctl_callback<F: Family>(
     from_result(|| {
         // SAFETY: Per the function's safety requirements.
         let s = unsafe { sock_of::<F>(sock) };
-        F::ioctl(s, cmd, arg as UserPtr)?;
+        F::ioctl(s, cmd, arg as UserPtr, &ProcessCtx::enter())?;
         Ok(0)
     })
 }
@@ -1248,7 +1311,7 @@ unsafe extern "C" fn sendmsg_callback<F: Family>(
             msg,
             _call: PhantomData,
         };
-        byte_count(F::sendmsg(s, &mut m, len)?)
+        byte_count(F::sendmsg(s, &mut m, len, &ProcessCtx::enter())?)
     })
 }
 
@@ -1270,7 +1333,7 @@ unsafe extern "C" fn recvmsg_callback<F: Family>(
             msg,
             _call: PhantomData,
         };
-        byte_count(F::recvmsg(s, &mut m, len, flags)?)
+        byte_count(F::recvmsg(s, &mut m, len, flags, &ProcessCtx::enter())?)
     })
 }
 
@@ -1352,7 +1415,13 @@ pub(crate) fn etimedout() -> Error {
     errno(raw::ETIMEDOUT as i32)
 }
 
-/// `ENOBUFS`, which `kernel::error::code` does not provide.
+/// `EBADMSG`, which `kernel::error::code` does not provide.
+#[cfg(rds_test)]
+pub(crate) fn ebadmsg() -> Error {
+    errno(raw::EBADMSG as i32)
+}
+
+/// `ENOBUFS`.
 pub(crate) fn enobufs() -> Error {
     errno(raw::ENOBUFS as i32)
 }

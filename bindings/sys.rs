@@ -15,7 +15,12 @@ use core::{
     sync::atomic::{AtomicBool, AtomicPtr, Ordering},
 };
 use kernel::{
-    error::to_result, ffi::c_void, prelude::*, sync::Arc, types::ForeignOwnable, workqueue::Queue,
+    error::to_result,
+    ffi::c_void,
+    prelude::*,
+    sync::Arc,
+    types::{ForeignOwnable, Opaque},
+    workqueue::Queue,
 };
 
 /// `poll(2)` event bits (`EPOLL*`, the generic values x86 uses).
@@ -214,31 +219,163 @@ pub(crate) fn local_clock_ns() -> u64 {
     unsafe { raw::rds_rs_local_clock() }
 }
 
-/// The test hooks under `/sys/kernel/debug/rds_rs`, present while this object exists.
+/// How long a connection may stay idle before the reaper takes it, in jiffies.
+pub(crate) fn conn_idle_jiffies() -> u64 {
+    // SAFETY: The helper reads a static variable.
+    unsafe { raw::rds_rs_conn_idle_jiffies() as u64 }
+}
+
+/// How often the reaper runs: a quarter of the idle time, between 10 ms and 5 s.
+pub(crate) fn reap_interval() -> u64 {
+    (conn_idle_jiffies() / 4).clamp(ms_to_jiffies(10), ms_to_jiffies(5000))
+}
+
+/// The current time in jiffies.
+pub(crate) fn jiffies() -> u64 {
+    // SAFETY: The helper reads `jiffies`.
+    unsafe { raw::rds_rs_jiffies() as u64 }
+}
+
+/// `ms` milliseconds in jiffies (rounded up, as `msecs_to_jiffies`).
+pub(crate) fn ms_to_jiffies(ms: u32) -> u64 {
+    // SAFETY: The helper only computes.
+    unsafe { raw::rds_rs_msecs_to_jiffies(ms) as u64 }
+}
+
+/// `net.rds.reconnect_min_delay_ms` and `reconnect_max_delay_ms`, in jiffies.
+pub(crate) fn reconnect_delays() -> (u64, u64) {
+    // SAFETY: The helpers read static variables.
+    unsafe {
+        (
+            raw::rds_rs_sysctl_reconnect_min_jiffies() as u64,
+            raw::rds_rs_sysctl_reconnect_max_jiffies() as u64,
+        )
+    }
+}
+
+/// A work item that runs after a delay (`struct delayed_work`), embedded in a `T` that is
+/// shared through an `Arc<T>`; see [`DelayedWorkItem`].
 ///
 /// # Invariants
 ///
-/// The debugfs directory is created (`rds_rs_debugfs_init` ran) until dropped.
-pub(crate) struct DebugfsRegistration(());
+/// `dw` was initialised by `rds_rs_init_delayed_work` with [`delayed_work_callback::<T>`].
+#[pin_data]
+pub(crate) struct DelayedWork<T> {
+    #[pin]
+    dw: Opaque<raw::delayed_work>,
+    _item: PhantomData<T>,
+}
 
-impl DebugfsRegistration {
-    /// Creates the directory and its files (debugfs failures are not errors, as usual).
-    pub(crate) fn new() -> Self {
-        // SAFETY: The helper creates static debugfs entries; removed in `drop`.
-        unsafe { raw::rds_rs_debugfs_init() };
-        Self(())
+// SAFETY: The delayed work is queued, run and cancelled by the workqueue code, which allows that
+// from any thread; `T` itself is `Send + Sync` for every use (`DelayedWorkItem`).
+unsafe impl<T> Send for DelayedWork<T> {}
+// SAFETY: As above.
+unsafe impl<T> Sync for DelayedWork<T> {}
+
+/// A type with a [`DelayedWork`] field, and what runs when it fires.
+///
+/// # Safety
+///
+/// `OFFSET` is the offset of a `DelayedWork<Self>` field in `Self` (use
+/// [`impl_has_delayed_work!`]).
+pub(crate) unsafe trait DelayedWorkItem: Sized + Send + Sync + 'static {
+    /// The offset of the `DelayedWork<Self>` field.
+    const OFFSET: usize;
+
+    /// Runs the work, in process context, with the reference the queueing took.
+    fn run(this: Arc<Self>, ctx: &super::sync::ProcessCtx);
+}
+
+/// Implements [`DelayedWorkItem`]'s offset for `$ty`'s field `$field` (a `DelayedWork<$ty>`),
+/// with `$run` as its work.
+macro_rules! impl_delayed_work_item {
+    ($ty:ty, $field:ident, $run:path) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, whose type the `_check` below pins to
+        // `DelayedWork<$ty>`.
+        unsafe impl $crate::bindings::sys::DelayedWorkItem for $ty {
+            const OFFSET: usize = {
+                fn _check(x: &$ty) -> &$crate::bindings::sys::DelayedWork<$ty> {
+                    &x.$field
+                }
+                ::core::mem::offset_of!($ty, $field)
+            };
+
+            fn run(this: ::kernel::sync::Arc<Self>, ctx: &$crate::bindings::sync::ProcessCtx) {
+                $run(this, ctx)
+            }
+        }
+    };
+}
+pub(crate) use impl_delayed_work_item;
+
+impl<T: DelayedWorkItem> DelayedWork<T> {
+    /// An initialiser for the field.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `slot` is valid for writes while the closure runs; the helper initialises
+            // the delayed work in place with the callback of `T`.
+            // INVARIANT: initialised with `delayed_work_callback::<T>`.
+            dw <- Opaque::ffi_init(|slot| unsafe {
+                raw::rds_rs_init_delayed_work(slot, Some(delayed_work_callback::<T>))
+            }),
+            _item: PhantomData,
+        })
+    }
+
+    fn of(this: &T) -> *mut raw::delayed_work {
+        let base = ptr::from_ref(this).cast::<u8>();
+        // SAFETY: `T::OFFSET` is the offset of a `DelayedWork<T>` inside `T` (trait safety
+        // requirement), so the result points to that field of `*this`.
+        let field = unsafe { base.add(T::OFFSET) }.cast::<DelayedWork<T>>();
+        // SAFETY: `field` points to a live `DelayedWork<T>`.
+        Opaque::raw_get(unsafe { ptr::addr_of!((*field).dw) })
+    }
+
+    /// Queues `this`'s work on `queue` to run after `delay` jiffies; returns false (and drops
+    /// `this`) when it was already pending.
+    pub(crate) fn queue(queue: &OwnedQueue, this: Arc<T>, delay: u64) -> bool {
+        let dw = Self::of(&this);
+        let raw = Arc::into_raw(this);
+        let delay = usize::try_from(delay).unwrap_or(usize::MAX) as _;
+        // SAFETY: `dw` belongs to the object `raw` keeps alive and was initialised (type
+        // invariant); the queue is live (type invariant of `OwnedQueue`). When queued, the
+        // reference `raw` is owned by the pending work: the callback or `cancel` takes it back.
+        let queued = unsafe { raw::rds_rs_queue_delayed_work(queue.wq.as_ptr(), dw, delay) };
+        if !queued {
+            // SAFETY: Not queued, so `raw` (from `into_raw` above) is still ours.
+            drop(unsafe { Arc::from_raw(raw) });
+        }
+        queued
+    }
+
+    /// Cancels `this`'s pending work and waits for a running one to finish
+    /// (`cancel_delayed_work_sync`); returns whether it was pending.
+    pub(crate) fn cancel(this: &Arc<T>, _ctx: &super::sync::ProcessCtx) -> bool {
+        let dw = Self::of(this);
+        // SAFETY: `dw` is an initialised delayed work of a live object; the call may sleep,
+        // which `_ctx` allows.
+        let was_pending = unsafe { raw::rds_rs_cancel_delayed_work_sync(dw) };
+        if was_pending {
+            // SAFETY: The pending work owned the reference `queue` leaked for it, and will not
+            // run now; it is taken back exactly once, here.
+            drop(unsafe { Arc::from_raw(ptr::from_ref::<T>(this)) });
+        }
+        was_pending
     }
 }
 
-impl Drop for DebugfsRegistration {
-    fn drop(&mut self) {
-        // SAFETY: Created in `new` (type invariant).
-        unsafe { raw::rds_rs_debugfs_exit() }
-    }
-}
-
-/// The `loop_hold` test hook: whether the loopback transport holds messages back.
-pub(crate) fn loop_hold() -> bool {
-    // SAFETY: The helper reads a static variable.
-    unsafe { raw::rds_rs_loop_hold() }
+/// The C callback of a [`DelayedWork<T>`].
+///
+/// # Safety
+///
+/// Called by the workqueue code for a delayed work initialised by [`DelayedWork::new`] for `T`
+/// and queued by [`DelayedWork::queue`], which leaked an `Arc<T>` for this run.
+unsafe extern "C" fn delayed_work_callback<T: DelayedWorkItem>(work: *mut raw::work_struct) {
+    // CAST: `work` is the first field of `struct delayed_work`, the `Opaque` field of
+    // `DelayedWork<T>` (its only non-zero-sized field), which is at `T::OFFSET` in `T`.
+    let t = work.cast::<u8>().wrapping_sub(T::OFFSET).cast::<T>();
+    // SAFETY: Per the function's safety requirements, `t` is the object whose `Arc` was leaked
+    // by `queue` for this run.
+    let this = unsafe { Arc::from_raw(t) };
+    T::run(this, &super::sync::ProcessCtx::enter());
 }

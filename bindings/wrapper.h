@@ -10,3 +10,4 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include "helpers.h"
+#include "testhooks.h"

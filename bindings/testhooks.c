@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Test hooks of rds_rs, built only into the test build of the module (RDS_RS_TEST): knobs and
+ * triggers under /sys/kernel/debug/rds_rs (root only), and the tasklet that lets the loopback
+ * transport deliver from softirq context. See Documentation/testing.md.
+ *
+ *   loop_hold        while non-zero, the loopback transport leaves messages queued
+ *   loop_ack_hold    while non-zero, loopback delivers but does not acknowledge
+ *   loop_reset_every non-zero N: loopback resets a connection every 1..2N frames (random)
+ *   loop_softirq     while non-zero, loopback delivers from a tasklet (softirq context)
+ *   loop_ring        non-zero N (softirq mode): a connection holds at most N 4 KiB fragments
+ *                    in flight; a fuller one takes messages in parts (backpressure)
+ *   conn_idle_ms     the reaper's idle time
+ *   reset            write anything: every connection is reset (dropped and reconnected)
+ *   inject           write [laddr 16][faddr 16][tos 1][header 48][payload]: a frame arrives
+ *                    on that loopback connection of the initial namespace
+ */
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/interrupt.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include "helpers.h"
+#include "testhooks.h"
+
+static struct dentry *rds_rs_test_dir;
+static u32 rds_rs_loop_hold_val;
+static u32 rds_rs_loop_ack_hold_val;
+static u32 rds_rs_loop_reset_every_val;
+static u32 rds_rs_loop_softirq_val;
+static u32 rds_rs_loop_ring_val;
+
+u32 rds_rs_test_loop_hold(void)
+{
+	return READ_ONCE(rds_rs_loop_hold_val);
+}
+
+u32 rds_rs_test_loop_ack_hold(void)
+{
+	return READ_ONCE(rds_rs_loop_ack_hold_val);
+}
+
+u32 rds_rs_test_loop_reset_every(void)
+{
+	return READ_ONCE(rds_rs_loop_reset_every_val);
+}
+
+u32 rds_rs_test_loop_softirq(void)
+{
+	return READ_ONCE(rds_rs_loop_softirq_val);
+}
+
+u32 rds_rs_test_loop_ring(void)
+{
+	return READ_ONCE(rds_rs_loop_ring_val);
+}
+
+static void rds_rs_test_tasklet_fn(struct tasklet_struct *t)
+{
+	rds_rs_test_softirq_run();
+}
+
+static DECLARE_TASKLET(rds_rs_test_tasklet, rds_rs_test_tasklet_fn);
+
+void rds_rs_test_tasklet_schedule(void)
+{
+	tasklet_schedule(&rds_rs_test_tasklet);
+}
+
+/* Waits until the tasklet is not running (a delivery in progress has finished). */
+void rds_rs_test_tasklet_wait(void)
+{
+	tasklet_unlock_wait(&rds_rs_test_tasklet);
+}
+
+static ssize_t rds_rs_test_reset_write(struct file *file, const char __user *buf, size_t len,
+				       loff_t *ppos)
+{
+	int ret = rds_rs_test_reset_all();
+
+	return ret ? ret : len;
+}
+
+static const struct file_operations rds_rs_test_reset_fops = {
+	.owner = THIS_MODULE,
+	.write = rds_rs_test_reset_write,
+};
+
+/* At most a header and 1 MiB + 1 of payload, plus the addressing. */
+#define RDS_RS_INJECT_MAX (16 + 16 + 1 + 48 + (1 << 20) + 1)
+
+static ssize_t rds_rs_test_inject_write(struct file *file, const char __user *buf, size_t len,
+					loff_t *ppos)
+{
+	u8 *kbuf;
+	int ret;
+
+	if (len > RDS_RS_INJECT_MAX)
+		return -EMSGSIZE;
+	kbuf = vmemdup_user(buf, len);
+	if (IS_ERR(kbuf))
+		return PTR_ERR(kbuf);
+	ret = rds_rs_test_inject(kbuf, len);
+	kvfree(kbuf);
+	return ret ? ret : len;
+}
+
+static const struct file_operations rds_rs_test_inject_fops = {
+	.owner = THIS_MODULE,
+	.write = rds_rs_test_inject_write,
+};
+
+int rds_rs_testhooks_init(void)
+{
+	rds_rs_test_dir = debugfs_create_dir("rds_rs", NULL);
+	debugfs_create_u32("loop_hold", 0600, rds_rs_test_dir, &rds_rs_loop_hold_val);
+	debugfs_create_u32("loop_ack_hold", 0600, rds_rs_test_dir, &rds_rs_loop_ack_hold_val);
+	debugfs_create_u32("loop_reset_every", 0600, rds_rs_test_dir,
+			   &rds_rs_loop_reset_every_val);
+	debugfs_create_u32("loop_softirq", 0600, rds_rs_test_dir, &rds_rs_loop_softirq_val);
+	debugfs_create_u32("loop_ring", 0600, rds_rs_test_dir, &rds_rs_loop_ring_val);
+	debugfs_create_u32("conn_idle_ms", 0600, rds_rs_test_dir, &rds_rs_conn_idle_ms);
+	debugfs_create_file("reset", 0200, rds_rs_test_dir, NULL, &rds_rs_test_reset_fops);
+	debugfs_create_file("inject", 0200, rds_rs_test_dir, NULL, &rds_rs_test_inject_fops);
+	return 0;
+}
+
+/* Removing the files waits for writers in progress; then the tasklet is stopped. */
+void rds_rs_testhooks_exit(void)
+{
+	debugfs_remove_recursive(rds_rs_test_dir);
+	rds_rs_test_dir = NULL;
+	tasklet_kill(&rds_rs_test_tasklet);
+}
