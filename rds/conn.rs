@@ -1,39 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Connections: one per (namespace, local address, remote address, type of service).
+//! Connections: one per (namespace, local address, remote address, type of service), with
+//! their send queue, retransmit list, sequence and acknowledgement state, and life cycle.
 //!
-//! C counterpart: `net/rds/connection.c`, `net/rds/threads.c` and the transmit loop of
-//! `net/rds/send.c` (`rds_send_xmit`).
+//! C counterpart: `net/rds/connection.c`, `net/rds/threads.c` and the transmit, ack and reset
+//! paths of `net/rds/send.c` (`rds_send_xmit`, `rds_send_drop_acked`, `rds_send_path_reset`).
 //!
-//! A connection owns the queue of messages waiting for its transport and the sequence
-//! numbers of both directions. Senders append to the queue and then try to drain it
-//! themselves ([`Conn::xmit`]); only one task drains a connection at a time, and whoever finds
-//! it busy leaves the work to the current drainer or to the connection's worker on the
-//! module's workqueue. A drainer that has sent a batch hands the rest to the worker, so no
-//! sender is held up for long.
+//! # Life cycle
+//!
+//! ```text
+//!            connect work / first send            transport: connected
+//!   Down ──────────────────────────────► Connecting ──────────────────► Up
+//!    ▲                                      │  │                          │
+//!    │ shutdown done          start failed  │  │ drop                     │ drop (error,
+//!    │ (then reconnect,       (reconnect)   │  ▼                          ▼  reset, reaper)
+//!    │  with backoff)       ◄───────────────┘ Error ◄─────────────────────┘
+//!    │                                           │ shutdown work
+//!    └──────────────── Disconnecting ◄───────────┘
+//! ```
+//!
+//! A drop ([`Conn::drop_connection`], any context) marks the connection `Error` and queues its
+//! shutdown work, which (in process context) stops the send path, lets the transport stop and
+//! drain ([`ConnTransport::shutdown`]), resets the path ([`Conn::shutdown`]: unacknowledged
+//! messages go back to the head of the send queue marked `RETRANSMITTED`, those with an RDMA or
+//! atomic operation are dropped and reported `RDS_RDMA_DROPPED`), and schedules a reconnect
+//! with C's randomised exponential backoff (`net.rds.reconnect_{min,max}_delay_ms`).
+//!
+//! # Sending
+//!
+//! Senders append to the send queue and then drain it themselves ([`Conn::xmit`]); one task
+//! drains a connection at a time (`in_xmit`), and whoever finds it busy leaves the work to it
+//! or to the connection's send work. A message handed to the transport moves to the
+//! retransmit list, where it stays until an acknowledgement covers it
+//! ([`Conn::ack_received`]); the transport may take a message in several calls (a full ring
+//! or no credits is ordinary backpressure: it kicks the connection when room appears).
+//!
+//! # Contexts
+//!
+//! Draining, connecting and shutting down run in process context ([`ProcessCtx`]).
+//! Acknowledgements, received frames ([`crate::recv::incoming`]) and completions may arrive in
+//! softirq context: the state they touch is under [`SpinLockBh`] locks.
 
 use crate::bindings::net::NetId;
-use crate::bindings::sys;
-use crate::cong::CongMap;
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork};
+use crate::cong::{CongRef, NetCong};
 use crate::message::Message;
-use crate::proto::{AckPacer, Addr, RxSeq, Stat, TxSeq};
+use crate::proto::{
+    on_reset, AckPacer, AckState, Addr, Backoff, ConnState, OnReset, RxSeq, Stat, TxSeq,
+    FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+};
+use crate::send;
 use crate::socket::Shared;
 use crate::stats;
-use crate::transport::{Transport, XmitError};
-use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::transport::{ConnTransport, Transport, XmitError, XmitProgress};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     impl_has_work,
     list::{List, ListArc},
-    new_mutex, new_spinlock, new_work,
+    new_mutex, new_work,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, Mutex, SpinLock},
+    sync::{Arc, Mutex},
     workqueue::{Work, WorkItem},
 };
 
-/// How many messages one drain sends before it hands the rest to the worker (C:
+/// How many messages one drain sends before it hands the rest to the send work (C:
 /// `send_batch_count`).
 const SEND_BATCH: u32 = 1024;
+
+/// How many pongs wait at most for the pong work (pings answered from softirq context); more
+/// are not answered, as a congested pinger is not.
+const PONGS_MAX: usize = 32;
 
 /// The key of a connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -48,29 +86,56 @@ pub(crate) struct ConnKey {
     pub(crate) tos: u8,
 }
 
-/// The fields of [`Conn`] protected by its spinlock (C: `cp_lock`).
+/// The message the transport is taking, and how far it got (C: `cp_xmit_rm` and the
+/// `cp_xmit_*` offsets).
+struct Cursor {
+    msg: Arc<Message>,
+    progress: XmitProgress,
+}
+
+/// The fields of [`Conn`] protected by its spinlock (C: `cp_lock` and the fields the
+/// `RDS_IN_XMIT` holder owns).
 struct ConnInner {
     /// Messages waiting for the transport, in order.
     send_queue: List<Message>,
+    /// Messages handed to the transport and not yet acknowledged, in sequence order (C:
+    /// `cp_retrans`).
+    retrans: List<Message>,
+    /// The message in transmission (the `in_xmit` holder's).
+    cursor: Option<Cursor>,
     /// The next sequence number to send.
     tx: TxSeq,
     /// Receive-side sequence tracking.
     rx: RxSeq,
+    /// What the peer is owed in acknowledgements.
+    acks: AckState,
     /// When to ask the peer for an ack.
     pacer: AckPacer,
+    /// A congestion-map update is due (C: `c_map_queued`).
+    map_queued: bool,
+    /// The reconnect delay.
+    backoff: Backoff,
+    /// When the connection was last used (jiffies): a message queued or received.
+    last_used: u64,
+    /// Ports of pings answered from softirq context, for the pong work.
+    pongs: [u16; PONGS_MAX],
+    /// How many of `pongs` are set.
+    npongs: usize,
 }
 
 /// A connection.
 ///
-/// Lock order: `inner` is a leaf.
+/// Lock order: `inner` is a leaf, except that a message's owner lock and its sender's `data`
+/// lock are taken after it is released.
 ///
 /// # Invariants
 ///
 /// - Only the task that set `in_xmit` (from false to true) calls the transport's `xmit` for
-///   this connection, and it clears `in_xmit` when it stops; `send_gen` is bumped by every
-///   drain, so a task that finds messages queued after another task's drain knows whether that
-///   drain could have seen them (C's `RDS_IN_XMIT` / `cp_send_gen` protocol).
-/// - Once `dead` is set (under `inner`), nothing is queued on `inner.send_queue` again.
+///   this connection or changes `inner.cursor`, and it clears `in_xmit` when it stops;
+///   `send_gen` is bumped by every drain, so a task that finds messages queued after another
+///   task's drain knows whether that drain could have seen them (C's `RDS_IN_XMIT` /
+///   `cp_send_gen` protocol). The shutdown work holds `in_xmit` while it resets the path.
+/// - Once `destroyed` is set (under `inner`), nothing is queued on the connection again.
 #[pin_data]
 pub(crate) struct Conn {
     /// The identity of the connection.
@@ -79,38 +144,96 @@ pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
     /// The transport.
     pub(crate) transport: &'static dyn Transport,
+    /// The transport's state of this connection (C: `cp_transport_data`).
+    pub(crate) tconn: Arc<dyn ConnTransport>,
     /// The congestion map of the remote address (C: `c_fcong`).
-    pub(crate) fcong: Arc<CongMap>,
+    pub(crate) fcong: CongRef,
+    /// The congestion events of the namespace.
+    pub(crate) netcong: Arc<NetCong>,
+    /// Created by an arriving peer rather than by a local send.
+    pub(crate) passive: bool,
     #[pin]
-    inner: SpinLock<ConnInner>,
+    inner: SpinLockBh<ConnInner>,
+    /// The state ([`ConnState`]).
+    state: AtomicU8,
     /// Set while a task drains the send queue (C: `RDS_IN_XMIT`).
     in_xmit: AtomicBool,
     /// Bumped by every drain (C: `cp_send_gen`).
     send_gen: AtomicU64,
-    /// Set once the connection is destroyed (its namespace went away or the module unloads).
-    dead: AtomicBool,
-    /// Set when the last drain stopped on a shortage, so the worker pauses before retrying.
+    /// Set once the connection is removed from its table (reaped, namespace gone, unload).
+    destroyed: AtomicBool,
+    /// A reconnect is scheduled (C: `RDS_RECONNECT_PENDING`).
+    reconnect_pending: AtomicBool,
+    /// Set when the last drain stopped on a shortage, so the send work pauses first.
     backoff: AtomicBool,
+    /// Bumped by every reset: frames a transport sent before it are stale.
+    epoch: AtomicU64,
+    /// Serialises shutdowns (the work and `destroy`).
     #[pin]
-    work: Work<Conn>,
+    down_lock: Mutex<()>,
+    #[pin]
+    send_work: Work<Conn, 0>,
+    #[pin]
+    down_work: Work<Conn, 1>,
+    #[pin]
+    pong_work: Work<Conn, 2>,
+    #[pin]
+    connect_work: DelayedWork<Conn>,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for Conn { self.work }
+    impl HasWork<Self, 0> for Conn { self.send_work }
+    impl HasWork<Self, 1> for Conn { self.down_work }
+    impl HasWork<Self, 2> for Conn { self.pong_work }
 }
 
-impl WorkItem for Conn {
+impl WorkItem<0> for Conn {
     type Pointer = Arc<Conn>;
 
+    /// The send work (C: `rds_send_worker`).
     fn run(this: Arc<Conn>) {
+        let ctx = ProcessCtx::enter();
         stats::inc(Stat::SendDelayedRetry);
         if this.backoff.swap(false, Ordering::AcqRel) {
             // The last attempt ran out of memory: give reclaim a moment.
             sys::sleep_briefly();
         }
-        this.xmit_and_reschedule();
+        this.xmit(&ctx);
     }
 }
+
+impl WorkItem<1> for Conn {
+    type Pointer = Arc<Conn>;
+
+    /// The shutdown work (C: `rds_shutdown_worker`).
+    fn run(this: Arc<Conn>) {
+        let ctx = ProcessCtx::enter();
+        this.shutdown(&ctx);
+    }
+}
+
+impl WorkItem<2> for Conn {
+    type Pointer = Arc<Conn>;
+
+    /// Answers the pings that arrived in softirq context.
+    fn run(this: Arc<Conn>) {
+        let ctx = ProcessCtx::enter();
+        loop {
+            let port = {
+                let mut inner = this.inner.lock();
+                if inner.npongs == 0 {
+                    break;
+                }
+                inner.npongs -= 1;
+                let i = inner.npongs;
+                inner.pongs.get(i).copied().unwrap_or(0)
+            };
+            crate::recv::answer_ping(&this, port, &ctx);
+        }
+    }
+}
+
+impl_delayed_work_item!(Conn, connect_work, Conn::connect_work);
 
 /// How a drain ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,12 +244,23 @@ enum Drain {
     Busy,
     /// A batch was sent and more is queued.
     OverBatch,
-    /// The transport could not take a message now.
+    /// The transport is full; it kicks the connection when room appears.
+    Full,
+    /// The transport could not take a message now (memory).
     Shortage,
     /// The transport holds messages back (a test hook).
     Held,
-    /// The connection is dead.
-    Dead,
+    /// The connection is not up, or destroyed.
+    NotUp,
+}
+
+/// What the receive side made of a data frame's sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RxVerdict {
+    /// New: deliver it.
+    Accept,
+    /// An old retransmission, already delivered: drop it.
+    Duplicate,
 }
 
 impl Conn {
@@ -134,168 +268,440 @@ impl Conn {
         key: ConnKey,
         shared: Arc<Shared>,
         transport: &'static dyn Transport,
-        fcong: Arc<CongMap>,
+        tconn: Arc<dyn ConnTransport>,
+        fcong: CongRef,
+        netcong: Arc<NetCong>,
+        passive: bool,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Conn {
                 key,
                 shared,
                 transport,
+                tconn,
                 fcong,
-                inner <- new_spinlock!(
+                netcong,
+                passive,
+                inner <- new_spinlock_bh!(
                     ConnInner {
                         send_queue: List::new(),
+                        retrans: List::new(),
+                        cursor: None,
                         tx: TxSeq::new(),
                         rx: RxSeq::new(),
+                        acks: AckState::default(),
                         pacer: AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes()),
+                        map_queued: false,
+                        backoff: Backoff::default(),
+                        last_used: sys::jiffies(),
+                        pongs: [0; PONGS_MAX],
+                        npongs: 0,
                     },
                     "Conn::inner"
                 ),
+                state: AtomicU8::new(ConnState::Down as u8),
                 in_xmit: AtomicBool::new(false),
                 send_gen: AtomicU64::new(0),
-                dead: AtomicBool::new(false),
+                destroyed: AtomicBool::new(false),
+                reconnect_pending: AtomicBool::new(false),
                 backoff: AtomicBool::new(false),
-                work <- new_work!("Conn::work"),
+                epoch: AtomicU64::new(0),
+                down_lock <- new_mutex!((), "Conn::down_lock"),
+                send_work <- new_work!("Conn::send_work"),
+                down_work <- new_work!("Conn::down_work"),
+                pong_work <- new_work!("Conn::pong_work"),
+                connect_work <- DelayedWork::new(),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 
-    /// Whether the connection has been destroyed.
-    pub(crate) fn is_dead(&self) -> bool {
-        self.dead.load(Ordering::Acquire)
+    // --- state ---------------------------------------------------------------------------
+
+    /// The state.
+    pub(crate) fn state(&self) -> ConnState {
+        ConnState::from_u8(self.state.load(Ordering::Acquire)).unwrap_or(ConnState::Error)
     }
 
-    /// Appends a message, giving it the next sequence number. A connection that was destroyed
-    /// takes nothing: the message comes back, for the caller to settle as dropped.
+    /// Moves from `from` to `to` if the connection is in `from` (C:
+    /// `rds_conn_path_transition`).
+    fn transition(&self, from: ConnState, to: ConnState) -> bool {
+        debug_assert!(from.may_become(to));
+        self.state
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Whether the connection has been destroyed.
+    pub(crate) fn is_destroyed(&self) -> bool {
+        self.destroyed.load(Ordering::Acquire)
+    }
+
+    /// The number of resets so far: frames sent before the current one are stale.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The `RDS_INFO_CONNECTION_FLAG_*` bits of the connection's state.
+    pub(crate) fn info_flags(&self) -> u8 {
+        self.state()
+            .info_flags(self.in_xmit.load(Ordering::Relaxed))
+    }
+
+    /// Connects now if the connection is down and no reconnect is scheduled (C:
+    /// `rds_conn_path_connect_if_down`, called from `sendmsg`).
+    pub(crate) fn connect_if_down(self: &Arc<Self>, ctx: &ProcessCtx) {
+        if self.state() == ConnState::Down && !self.reconnect_pending.load(Ordering::Acquire) {
+            self.start_connect(ctx);
+        }
+    }
+
+    /// The delayed connect work (C: `rds_connect_worker`).
+    fn connect_work(this: Arc<Self>, ctx: &ProcessCtx) {
+        this.reconnect_pending.store(false, Ordering::Release);
+        this.start_connect(ctx);
+    }
+
+    fn start_connect(self: &Arc<Self>, ctx: &ProcessCtx) {
+        if self.is_destroyed() || self.passive {
+            return;
+        }
+        if !self.transition(ConnState::Down, ConnState::Connecting) {
+            return;
+        }
+        if self.tconn.connect(self, ctx).is_err() {
+            if self.transition(ConnState::Connecting, ConnState::Down) {
+                self.queue_reconnect();
+            } else {
+                self.drop_connection();
+            }
+        }
+    }
+
+    /// For a transport accepting a connection from the peer (C: the passive side of the
+    /// handshake): claims a down connection for connecting; false when it is busy.
+    #[cfg_attr(
+        not(rds_test),
+        expect(
+            dead_code,
+            reason = "the passive side of network transports; tested by KUnit"
+        )
+    )]
+    pub(crate) fn try_accept(&self) -> bool {
+        self.transition(ConnState::Down, ConnState::Connecting)
+    }
+
+    /// The transport completed a connect (any context; C: `rds_connect_path_complete`): the
+    /// connection is up, its congestion map is queued for the peer, and sending resumes.
+    pub(crate) fn connect_complete(self: &Arc<Self>) {
+        if !self.transition(ConnState::Connecting, ConnState::Up) {
+            self.drop_connection();
+            return;
+        }
+        {
+            let mut inner = self.inner.lock();
+            inner.backoff.reset();
+            inner.map_queued = self.transport.sends_cong_maps();
+            inner.last_used = sys::jiffies();
+        }
+        self.kick();
+    }
+
+    /// Drops the connection (any context; C: `rds_conn_path_drop`): it goes to `Error` and
+    /// the shutdown work takes it down and reconnects.
+    pub(crate) fn drop_connection(self: &Arc<Self>) {
+        loop {
+            let st = self.state();
+            let to = match st {
+                ConnState::Up | ConnState::Connecting | ConnState::Disconnecting => {
+                    ConnState::Error
+                }
+                _ => break,
+            };
+            if self.transition(st, to) {
+                break;
+            }
+        }
+        if self.is_destroyed() {
+            return;
+        }
+        let _ = self.shared.wq.queue().enqueue::<_, 1>(self.clone());
+    }
+
+    fn queue_reconnect(self: &Arc<Self>) {
+        if self.is_destroyed() || self.passive {
+            return;
+        }
+        let (min, max) = sys::reconnect_delays();
+        let delay = self.inner.lock().backoff.next_delay(
+            min,
+            max,
+            u64::from(crate::bindings::mm::random_u32()),
+        );
+        self.reconnect_pending.store(true, Ordering::Release);
+        if !DelayedWork::queue(&self.shared.wq, self.clone(), delay) {
+            // Already scheduled.
+        }
+    }
+
+    /// Takes `in_xmit`, waiting for the current drainer to let go.
+    fn acquire_xmit(&self) {
+        while self.in_xmit.swap(true, Ordering::Acquire) {
+            sys::sleep_briefly();
+        }
+    }
+
+    /// Takes the connection down and, unless it was destroyed, schedules a reconnect (C:
+    /// `rds_conn_shutdown`).
+    pub(crate) fn shutdown(self: &Arc<Self>, ctx: &ProcessCtx) {
+        let _serial = self.down_lock.lock();
+        if self.state() != ConnState::Down {
+            let started = self.transition(ConnState::Up, ConnState::Disconnecting)
+                || self.transition(ConnState::Error, ConnState::Disconnecting)
+                || self.transition(ConnState::Connecting, ConnState::Disconnecting);
+            if !started {
+                return;
+            }
+            self.acquire_xmit();
+            self.tconn.shutdown(self, ctx);
+            self.reset_path();
+            self.in_xmit.store(false, Ordering::Release);
+            if !self.transition(ConnState::Disconnecting, ConnState::Down) {
+                // Dropped again meanwhile: the queued pass finishes the job.
+                return;
+            }
+        }
+        self.queue_reconnect();
+    }
+
+    /// Resets the path after the transport stopped (C: `rds_conn_path_reset`,
+    /// `rds_send_path_reset`): unacknowledged messages go back to the head of the send queue,
+    /// marked `RETRANSMITTED` and `ACK_REQUIRED`, except those with an RDMA or atomic
+    /// operation, which are dropped (`RDS_RDMA_DROPPED`). The caller holds `in_xmit`.
+    fn reset_path(&self) {
+        stats::inc(Stat::ConnReset);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        let mut dropped = List::<Message>::new();
+        {
+            let mut inner = self.inner.lock();
+            inner.cursor = None;
+            inner.map_queued = false;
+            inner.pacer = AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes());
+            inner.acks.reset();
+            let mut requeue = List::<Message>::new();
+            while let Some(m) = inner.retrans.pop_front() {
+                match on_reset(m.op.is_some()) {
+                    OnReset::Retransmit => {
+                        m.add_flags(FLAG_RETRANSMITTED | FLAG_ACK_REQUIRED);
+                        stats::inc(Stat::RsSendRetransmitted);
+                        requeue.push_back(m);
+                    }
+                    OnReset::Drop => {
+                        stats::inc(Stat::RsSendOpDropped);
+                        dropped.push_back(m);
+                    }
+                }
+            }
+            while let Some(m) = inner.send_queue.pop_front() {
+                requeue.push_back(m);
+            }
+            inner.send_queue = requeue;
+        }
+        while let Some(m) = dropped.pop_front() {
+            send::complete(&m, RDS_RDMA_DROPPED);
+        }
+    }
+
+    /// Destroys the connection (process context): nothing is queued on it again, the
+    /// transport is shut down, and queued and unacknowledged messages are dropped and their
+    /// senders released (C: `rds_conn_destroy`).
+    fn destroy(self: &Arc<Self>, ctx: &ProcessCtx) {
+        let mut dropped = List::<Message>::new();
+        {
+            let mut inner = self.inner.lock();
+            self.destroyed.store(true, Ordering::Release);
+            while let Some(m) = inner.send_queue.pop_front() {
+                dropped.push_back(m);
+            }
+            while let Some(m) = inner.retrans.pop_front() {
+                dropped.push_back(m);
+            }
+        }
+        DelayedWork::cancel(self, ctx);
+        {
+            let _serial = self.down_lock.lock();
+            self.acquire_xmit();
+            self.tconn.shutdown(self, ctx);
+            {
+                let mut inner = self.inner.lock();
+                inner.cursor = None;
+                while let Some(m) = inner.send_queue.pop_front() {
+                    dropped.push_back(m);
+                }
+                while let Some(m) = inner.retrans.pop_front() {
+                    dropped.push_back(m);
+                }
+            }
+            self.state.store(ConnState::Down as u8, Ordering::Release);
+            self.in_xmit.store(false, Ordering::Release);
+        }
+        while let Some(m) = dropped.pop_front() {
+            send::complete(&m, RDS_RDMA_DROPPED);
+        }
+    }
+
+    // --- sending ---------------------------------------------------------------------------
+
+    /// Appends a message, giving it the next sequence number. A destroyed connection takes
+    /// nothing: the message comes back.
     pub(crate) fn enqueue(
         &self,
         msg: ListArc<Message>,
     ) -> core::result::Result<(), ListArc<Message>> {
         let mut inner = self.inner.lock();
-        // `dead` is set under this lock (`destroy`), so no message is queued after the queue
-        // was taken.
-        if self.is_dead() {
+        // `destroyed` is set under this lock, so no message is queued after the queue was
+        // emptied.
+        if self.is_destroyed() {
             return Err(msg);
         }
         msg.set_seq(inner.tx.take());
         inner.send_queue.push_back(msg);
+        inner.last_used = sys::jiffies();
         Ok(())
     }
 
-    /// The receive side's sequence check of a message that arrived on this connection
-    /// (`rds_recv_incoming`): false when it is an old retransmission to drop.
-    pub(crate) fn accept_seq(&self, seq: u64, retransmitted: bool) -> bool {
-        self.inner.lock().rx.accept(seq, retransmitted)
-    }
-
-    /// The next sequence numbers to send and expect, and whether a task is draining.
-    pub(crate) fn seqs(&self) -> (u64, u64, bool) {
-        let inner = self.inner.lock();
-        (
-            inner.tx.next,
-            inner.rx.next,
-            self.in_xmit.load(Ordering::Relaxed),
-        )
-    }
-
-    /// Calls `f` for each queued message until it fails (under the connection's lock: `f`
-    /// must not sleep).
-    pub(crate) fn try_for_each_queued(&self, mut f: impl FnMut(&Message) -> Result) -> Result {
-        let inner = self.inner.lock();
-        inner.send_queue.iter().try_for_each(|m| f(&m))
-    }
-
-    /// Removes the queued messages of the socket `owner_id` for which `pick` holds, in order,
-    /// into `out` (C: the connection half of `rds_send_drop_to`).
-    pub(crate) fn remove_queued(
-        &self,
-        owner_id: usize,
-        pick: impl Fn(&Message) -> bool,
-        out: &mut List<Message>,
-    ) {
-        let mut inner = self.inner.lock();
-        let mut kept = List::new();
-        while let Some(m) = inner.send_queue.pop_front() {
-            if m.owner_id == owner_id && pick(&m) {
-                out.push_back(m);
-            } else {
-                kept.push_back(m);
-            }
-        }
-        inner.send_queue = kept;
-    }
-
-    /// Queues the connection's worker.
+    /// Queues the connection's send work (any context).
     pub(crate) fn kick(self: &Arc<Self>) {
-        if self.is_dead() {
+        if self.is_destroyed() {
             return;
         }
         // Already queued is fine: the pending run will see the new messages.
-        let _ = self.shared.wq.queue().enqueue(self.clone());
+        let _ = self.shared.wq.queue().enqueue::<_, 0>(self.clone());
     }
 
     /// Drains the send queue now if no other task does; otherwise, or if more remains than
-    /// one batch, leaves it to the worker.
-    pub(crate) fn xmit_and_reschedule(self: &Arc<Self>) {
-        match self.drain() {
-            Drain::Empty | Drain::Dead | Drain::Held => {}
+    /// one batch, leaves it to the send work.
+    pub(crate) fn xmit(self: &Arc<Self>, ctx: &ProcessCtx) {
+        match self.drain(ctx) {
+            Drain::Empty | Drain::NotUp | Drain::Held | Drain::Full => {}
             Drain::Busy => {
                 // The draining task re-checks the queue after it lets go (see `drain`).
             }
             Drain::OverBatch => self.kick(),
             Drain::Shortage => {
+                stats::inc(Stat::SendImmediateRetry);
                 self.backoff.store(true, Ordering::Release);
                 self.kick();
             }
         }
     }
 
+    /// The next message to hand to the transport, moved to the retransmit list (C: the head
+    /// of `rds_send_xmit`'s loop); `None` when the queue is empty.
+    fn next_message(&self, inner: &mut ConnInner) -> Option<Cursor> {
+        let m = inner.send_queue.pop_front()?;
+        if !m.retransmitted() {
+            let (max_p, max_b) = (sys::max_unacked_packets(), sys::max_unacked_bytes());
+            if inner.pacer.on_send(m.len, max_p, max_b) {
+                m.set_ack_required();
+                stats::inc(Stat::SendAckRequired);
+            }
+        }
+        let msg = m.clone_arc();
+        inner.retrans.push_back(m);
+        Some(Cursor {
+            msg,
+            progress: XmitProgress::default(),
+        })
+    }
+
+    /// A congestion-map update for the peer, if one is due (C: `c_map_queued`).
+    fn take_map_update(&self) -> Option<Cursor> {
+        let due = core::mem::replace(&mut self.inner.lock().map_queued, false);
+        if !due {
+            return None;
+        }
+        stats::inc(Stat::CongUpdateQueued);
+        match self
+            .shared
+            .cong
+            .update_message(self.key.net, self.key.laddr, self.key.faddr)
+        {
+            Ok(m) => Some(Cursor {
+                msg: m.into_arc(),
+                progress: XmitProgress::default(),
+            }),
+            Err(_) => {
+                self.inner.lock().map_queued = true;
+                None
+            }
+        }
+    }
+
     /// The transmit loop (C: `rds_send_xmit`).
-    fn drain(self: &Arc<Self>) -> Drain {
+    fn drain(self: &Arc<Self>, ctx: &ProcessCtx) -> Drain {
         loop {
             if self.in_xmit.swap(true, Ordering::Acquire) {
                 stats::inc(Stat::SendLockContention);
                 return Drain::Busy;
             }
-            if self.is_dead() {
+            if self.is_destroyed() || self.state() != ConnState::Up {
                 self.in_xmit.store(false, Ordering::Release);
-                return Drain::Dead;
+                return Drain::NotUp;
             }
             let gen = self.send_gen.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             let mut batch = 0;
             let mut end = Drain::Empty;
             loop {
-                if batch >= SEND_BATCH {
-                    end = Drain::OverBatch;
-                    break;
-                }
-                let msg = {
-                    let mut inner = self.inner.lock();
-                    let msg = inner.send_queue.pop_front();
-                    if let Some(m) = &msg {
-                        let (max_p, max_b) = (sys::max_unacked_packets(), sys::max_unacked_bytes());
-                        if inner.pacer.on_send(m.len, max_p, max_b) {
-                            m.set_ack_required();
-                            stats::inc(Stat::SendAckRequired);
+                let cursor = self.inner.lock().cursor.take();
+                let mut cursor = match cursor {
+                    Some(c) => c,
+                    None => {
+                        if batch >= SEND_BATCH {
+                            end = Drain::OverBatch;
+                            break;
+                        }
+                        if let Some(c) = self.take_map_update() {
+                            c
+                        } else {
+                            if !self.tconn.xmit_ready() {
+                                end = Drain::Held;
+                                break;
+                            }
+                            let next = {
+                                let mut inner = self.inner.lock();
+                                self.next_message(&mut inner)
+                            };
+                            match next {
+                                Some(c) => {
+                                    batch += 1;
+                                    c
+                                }
+                                None => break,
+                            }
                         }
                     }
-                    msg
                 };
-                let Some(msg) = msg else { break };
-                batch += 1;
-                if let Err(e) = self.transport.xmit(self, msg.as_arc()) {
-                    // Put it back at the head, for the worker (shortage) or the next send.
-                    self.inner.lock().send_queue.push_front(msg);
-                    end = match e {
-                        XmitError::NoMem => Drain::Shortage,
-                        XmitError::Held => Drain::Held,
-                    };
+                match self
+                    .tconn
+                    .xmit(self, &cursor.msg, &mut cursor.progress, ctx)
+                {
+                    Ok(()) => {}
+                    Err(e) => {
+                        self.inner.lock().cursor = Some(cursor);
+                        end = match e {
+                            XmitError::Full => Drain::Full,
+                            XmitError::NoMem => Drain::Shortage,
+                        };
+                        break;
+                    }
+                }
+                if self.state() != ConnState::Up {
+                    end = Drain::NotUp;
                     break;
                 }
-                // The transport has it now; our reference goes.
-                drop(msg);
             }
+            self.tconn.xmit_complete(self, ctx);
             self.in_xmit.store(false, Ordering::Release);
             if end != Drain::Empty {
                 return end;
@@ -308,18 +714,168 @@ impl Conn {
                 stats::inc(Stat::SendLockQueueRaced);
                 return Drain::Empty;
             }
-            if self.inner.lock().send_queue.is_empty() {
+            let more = {
+                let inner = self.inner.lock();
+                !inner.send_queue.is_empty() || inner.map_queued
+            };
+            if !more {
                 return Drain::Empty;
             }
         }
     }
 
-    /// Destroys the connection: no more sends; queued messages are dropped and their senders
-    /// released. Returns the dropped messages for the caller to settle.
-    fn destroy(&self) -> List<Message> {
+    /// Queues a congestion-map update for the peer (C: `rds_cong_queue_updates`), when the
+    /// transport carries them.
+    pub(crate) fn queue_map_update(self: &Arc<Self>) {
+        if !self.transport.sends_cong_maps() {
+            return;
+        }
+        let was = core::mem::replace(&mut self.inner.lock().map_queued, true);
+        if !was {
+            self.kick();
+        }
+    }
+
+    // --- acknowledgements and receiving ------------------------------------------------------
+
+    /// The peer acknowledged everything up to `ack` (any context; C: `rds_send_drop_acked`):
+    /// those messages leave the retransmit list and are settled with their senders.
+    pub(crate) fn ack_received(&self, ack: u64) {
+        let mut acked = List::<Message>::new();
+        {
+            let mut inner = self.inner.lock();
+            loop {
+                let covered = inner
+                    .retrans
+                    .cursor_front()
+                    .is_some_and(|c| crate::proto::is_acked(c.current().seq(), ack));
+                if !covered {
+                    break;
+                }
+                match inner.retrans.pop_front() {
+                    Some(m) => acked.push_back(m),
+                    None => break,
+                }
+            }
+        }
+        while let Some(m) = acked.pop_front() {
+            send::complete(&m, RDS_RDMA_SUCCESS);
+        }
+    }
+
+    /// The receive side's sequence and ack bookkeeping of a data frame that arrived (C: the
+    /// ack state of `rds_ib_process_recv`, then `rds_recv_incoming`'s sequence check).
+    pub(crate) fn rx_data(&self, seq: u64, flags: u8) -> RxVerdict {
         let mut inner = self.inner.lock();
-        self.dead.store(true, Ordering::Release);
-        core::mem::replace(&mut inner.send_queue, List::new())
+        inner.last_used = sys::jiffies();
+        inner.acks.received(seq, flags & FLAG_ACK_REQUIRED != 0);
+        if flags & FLAG_ACK_REQUIRED != 0 {
+            stats::inc(Stat::RecvAckRequired);
+        }
+        if inner.rx.accept(seq, flags & FLAG_RETRANSMITTED != 0) {
+            RxVerdict::Accept
+        } else {
+            RxVerdict::Duplicate
+        }
+    }
+
+    /// The value for `h_ack` of a frame being sent (C: `rds_ib_piggyb_ack`): the ack counts
+    /// as sent.
+    pub(crate) fn piggyback_ack(&self) -> u64 {
+        self.inner.lock().acks.piggyback()
+    }
+
+    /// The last sequence number received, for an ack-only frame; the ack counts as sent.
+    pub(crate) fn take_ack(&self) -> Option<u64> {
+        let mut inner = self.inner.lock();
+        if inner.acks.unsent || inner.acks.requested {
+            Some(inner.acks.piggyback())
+        } else {
+            None
+        }
+    }
+
+    /// Remembers a ping to answer from process context (the pong work).
+    pub(crate) fn defer_pong(self: &Arc<Self>, port: u16) {
+        let queued = {
+            let mut inner = self.inner.lock();
+            let n = inner.npongs;
+            match inner.pongs.get_mut(n) {
+                Some(slot) => {
+                    *slot = port;
+                    inner.npongs = n + 1;
+                    true
+                }
+                None => false,
+            }
+        };
+        if queued && !self.is_destroyed() {
+            let _ = self.shared.wq.queue().enqueue::<_, 2>(self.clone());
+        }
+    }
+
+    // --- introspection and cancellation ------------------------------------------------------
+
+    /// The next sequence numbers to send and expect.
+    pub(crate) fn seqs(&self) -> (u64, u64) {
+        let inner = self.inner.lock();
+        (inner.tx.next, inner.rx.next)
+    }
+
+    /// Calls `f` for each queued message until it fails (under the connection's lock: `f`
+    /// must not sleep).
+    pub(crate) fn try_for_each_queued(&self, mut f: impl FnMut(&Message) -> Result) -> Result {
+        let inner = self.inner.lock();
+        inner.send_queue.iter().try_for_each(|m| f(&m))
+    }
+
+    /// Calls `f` for each message on the retransmit list until it fails (under the
+    /// connection's lock).
+    pub(crate) fn try_for_each_retrans(&self, mut f: impl FnMut(&Message) -> Result) -> Result {
+        let inner = self.inner.lock();
+        inner.retrans.iter().try_for_each(|m| f(&m))
+    }
+
+    /// Removes the messages of the socket `owner_id` for which `pick` holds from the send
+    /// queue and the retransmit list, in order, into `out` (C: the connection half of
+    /// `rds_send_drop_to`).
+    pub(crate) fn remove_queued(
+        &self,
+        owner_id: usize,
+        pick: impl Fn(&Message) -> bool,
+        out: &mut List<Message>,
+    ) {
+        let mut inner = self.inner.lock();
+        for list in [0, 1] {
+            let mut kept = List::new();
+            let src = if list == 0 {
+                &mut inner.send_queue
+            } else {
+                &mut inner.retrans
+            };
+            while let Some(m) = src.pop_front() {
+                if m.owner_id == owner_id && pick(&m) {
+                    out.push_back(m);
+                } else {
+                    kept.push_back(m);
+                }
+            }
+            *src = kept;
+        }
+    }
+
+    /// Whether the connection is idle since `before` (jiffies): nothing queued, nothing
+    /// unacknowledged, nothing in transmission, not used since.
+    fn idle_since(&self, before: u64) -> bool {
+        if self.in_xmit.load(Ordering::Acquire) {
+            return false;
+        }
+        let inner = self.inner.lock();
+        inner.send_queue.is_empty()
+            && inner.retrans.is_empty()
+            && inner.cursor.is_none()
+            && inner.npongs == 0
+            && (inner.last_used as i64).wrapping_sub(before as i64) < 0
     }
 }
 
@@ -340,20 +896,35 @@ impl ConnTable {
         })
     }
 
-    /// The connection for `key`, created over `transport` if it does not exist yet (C:
-    /// `rds_conn_create_outgoing`).
-    pub(crate) fn get(
+    /// The connection for `key`, if there is one.
+    pub(crate) fn find(&self, key: &ConnKey) -> Option<Arc<Conn>> {
+        self.conns.lock().get(key).cloned()
+    }
+
+    fn create(
         &self,
         shared: &Arc<Shared>,
         key: ConnKey,
         transport: &'static dyn Transport,
+        passive: bool,
+        ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
-        if let Some(c) = self.conns.lock().get(&key) {
-            return Ok(c.clone());
+        if let Some(c) = self.find(&key) {
+            return Ok(c);
         }
         let fcong = shared.cong.get(key.net, key.faddr)?;
-        let conn = Conn::new(key, shared.clone(), transport, fcong)?;
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let netcong = shared.cong.net(key.net)?;
+        let tconn = transport.conn_alloc(&key, ctx)?;
+        let conn = Conn::new(
+            key,
+            shared.clone(),
+            transport,
+            tconn,
+            fcong,
+            netcong,
+            passive,
+        )?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         {
             let mut conns = self.conns.lock();
             if let Some(c) = conns.get(&key) {
@@ -361,11 +932,42 @@ impl ConnTable {
             }
             conns.insert(node.into_node(key, conn.clone()));
         }
-        // A connection that comes up sends its local congestion map first; over loopback C
-        // hands it straight to the remote map's update (`rds_cong_map_updated(map, ~0)`),
-        // which pollers and monitors see. Do the same.
-        shared.cong.updated(!0);
         Ok(conn)
+    }
+
+    /// The connection for `key`, created over `transport` if it does not exist yet, and
+    /// connected if it is down (C: `rds_conn_create_outgoing` and
+    /// `rds_conn_path_connect_if_down`).
+    pub(crate) fn get(
+        &self,
+        shared: &Arc<Shared>,
+        key: ConnKey,
+        transport: &'static dyn Transport,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Conn>> {
+        let conn = self.create(shared, key, transport, false, ctx)?;
+        conn.connect_if_down(ctx);
+        Ok(conn)
+    }
+
+    #[cfg_attr(
+        not(rds_test),
+        expect(
+            dead_code,
+            reason = "the passive side of network transports; tested by KUnit"
+        )
+    )]
+    /// The connection a peer's connect request is for, created if needed without connecting
+    /// (C: `rds_conn_create` from a transport's accept path); the transport then claims it
+    /// with [`Conn::try_accept`].
+    pub(crate) fn get_passive(
+        &self,
+        shared: &Arc<Shared>,
+        key: ConnKey,
+        transport: &'static dyn Transport,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Conn>> {
+        self.create(shared, key, transport, true, ctx)
     }
 
     /// Calls `f` for every connection of `net` (under the table's mutex; `f` may take
@@ -391,22 +993,57 @@ impl ConnTable {
         r
     }
 
-    /// Destroys every connection of a namespace that went away (C: `rds_loop_kill_conns`).
-    pub(crate) fn net_exit(&self, net: NetId) {
-        loop {
-            let conn = {
-                let mut conns = self.conns.lock();
-                let key = conns.keys().find(|k| k.net == net).copied();
-                match key {
-                    Some(k) => conns.remove(&k),
-                    None => None,
-                }
-            };
-            let Some(conn) = conn else { break };
-            let mut dropped = conn.destroy();
-            while let Some(m) = dropped.pop_front() {
-                crate::send::complete(&m, crate::proto::RDS_RDMA_DROPPED);
+    /// Removes and destroys the first connection for which `pick` holds; false when none.
+    fn destroy_one(&self, ctx: &ProcessCtx, mut pick: impl FnMut(&Conn) -> bool) -> bool {
+        let conn = {
+            let mut conns = self.conns.lock();
+            let key = conns.iter().find(|(_, c)| pick(c)).map(|(k, _)| *k);
+            match key {
+                Some(k) => conns.remove(&k),
+                None => None,
             }
+        };
+        match conn {
+            Some(c) => {
+                c.destroy(ctx);
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Destroys the connection for `key`, if there is one (the test build's KUnit cases).
+    #[cfg(rds_test)]
+    pub(crate) fn destroy(&self, key: &ConnKey, ctx: &ProcessCtx) -> bool {
+        self.destroy_one(ctx, |c| c.key == *key)
+    }
+
+    /// Destroys every connection of a namespace that went away.
+    pub(crate) fn net_exit(&self, net: NetId, ctx: &ProcessCtx) {
+        while self.destroy_one(ctx, |c| c.key.net == net) {}
+    }
+
+    /// Drops every connection (the `reset` test hook): each is shut down and reconnects.
+    #[cfg(rds_test)]
+    pub(crate) fn reset_all(&self) {
+        let conns = self.conns.lock();
+        for c in conns.values() {
+            c.drop_connection();
+        }
+    }
+
+    /// Destroys every connection (module unload).
+    pub(crate) fn destroy_all(&self, ctx: &ProcessCtx) {
+        while self.destroy_one(ctx, |_| true) {}
+    }
+
+    /// Reaps the connections idle since `before` (jiffies); returns how many went.
+    pub(crate) fn reap(&self, before: u64, ctx: &ProcessCtx) -> usize {
+        let mut n = 0;
+        while self.destroy_one(ctx, |c| c.idle_since(before)) {
+            stats::inc(Stat::RsConnReaped);
+            n += 1;
+        }
+        n
     }
 }

@@ -10,21 +10,24 @@
 //! same, or succeeds when there is nothing to report); otherwise the records are copied,
 //! `optlen` is set to their total size and the call returns the size of one record. The
 //! records are C's packed structs ([`crate::proto`] encodes them). Only the caller's network
-//! namespace is reported. The TCP socket tables are empty (rds-rs has no TCP transport yet;
+//! namespace is reported. The connection flags come from each connection's state; the
+//! retransmit lists are the messages sent and not yet acknowledged. The TCP socket tables are
+//! empty (rds-rs has no TCP transport yet;
 //! C reports them once `rds_tcp` is loaded, which C RDS needs for its address checks); the
 //! IB/iWARP tables belong to transports rds-rs does not have yet, so they answer
 //! `ENOPROTOOPT`, as C does when those transports are not loaded.
 
 use crate::bindings::net::{enoprotoopt, errno, NetId, OptOut, Sock};
+use crate::conn::Conn;
+use crate::message::Message;
 use crate::proto::{
     check_info_request, encode_counter, info_outcome, Addr, ConnInfo, InfoOutcome, MsgInfo,
     SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN,
     INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_MESSAGE_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
     RDS6_INFO_CONNECTIONS, RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES,
     RDS6_INFO_SEND_MESSAGES, RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS, RDS_INFO_CONNECTIONS,
-    RDS_INFO_CONNECTION_FLAG_CONNECTED, RDS_INFO_CONNECTION_FLAG_SENDING, RDS_INFO_COUNTERS,
-    RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS,
-    RDS_INFO_TCP_SOCKETS,
+    RDS_INFO_COUNTERS, RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES,
+    RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
 };
 use crate::socket::{Rds, Shared};
 use crate::stats;
@@ -178,9 +181,8 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
         RDS6_INFO_CONNECTIONS => connections(shared, net, ulen, true)?,
         RDS_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, false)?,
         RDS6_INFO_SEND_MESSAGES => send_messages(shared, net, ulen, true)?,
-        // Loopback keeps no messages for retransmission.
-        RDS_INFO_RETRANS_MESSAGES => Records::new(INFO_MESSAGE_LEN, ulen),
-        RDS6_INFO_RETRANS_MESSAGES => Records::new(INFO6_MESSAGE_LEN, ulen),
+        RDS_INFO_RETRANS_MESSAGES => retrans_messages(shared, net, ulen, false)?,
+        RDS6_INFO_RETRANS_MESSAGES => retrans_messages(shared, net, ulen, true)?,
         RDS_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, false)?,
         RDS6_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, true)?,
         RDS_INFO_SOCKETS => sockets(shared, net, ulen, false)?,
@@ -229,11 +231,8 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
         if !v6 && !is_v4(&c.key.laddr) {
             return Ok(());
         }
-        let (next_tx_seq, next_rx_seq, sending) = c.seqs();
-        let mut flags = RDS_INFO_CONNECTION_FLAG_CONNECTED;
-        if sending {
-            flags |= RDS_INFO_CONNECTION_FLAG_SENDING;
-        }
+        let (next_tx_seq, next_rx_seq) = c.seqs();
+        let flags = c.info_flags();
         let info = ConnInfo {
             next_tx_seq,
             next_rx_seq,
@@ -248,6 +247,21 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
     Ok(r)
 }
 
+/// The record of a message on a connection: `flags` are the header flags it went out with
+/// (0 for one never sent).
+fn msg_info(c: &Conn, m: &Message, flags: u8) -> MsgInfo {
+    MsgInfo {
+        seq: m.seq(),
+        len: m.len,
+        laddr: c.key.laddr,
+        faddr: c.key.faddr,
+        lport: m.sport,
+        fport: m.dport,
+        flags,
+        tos: c.key.tos,
+    }
+}
+
 /// `RDS_INFO_SEND_MESSAGES` / `RDS6_INFO_SEND_MESSAGES` (C: `rds_conn_message_info_send`):
 /// messages still on their connections' send queues.
 fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
@@ -258,18 +272,22 @@ fn send_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
             }
             // Under the connection's spinlock: no allocations.
             c.try_for_each_queued(|m| {
-                let info = MsgInfo {
-                    seq: m.seq(),
-                    len: m.len,
-                    laddr: c.key.laddr,
-                    faddr: c.key.faddr,
-                    lport: m.sport,
-                    fport: m.dport,
-                    flags: 0,
-                    tos: c.key.tos,
-                };
-                r.add_rec(&info, v6, None)
+                let flags = if m.retransmitted() { m.flags() } else { 0 };
+                r.add_rec(&msg_info(c, m, flags), v6, None)
             })
+        })
+    })
+}
+
+/// `RDS_INFO_RETRANS_MESSAGES` / `RDS6_INFO_RETRANS_MESSAGES` (C:
+/// `rds_conn_message_info_retrans`): messages sent and not yet acknowledged.
+fn retrans_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    gather(MsgInfo::len(v6), len, |r| {
+        shared.conns.try_for_each(net, |c| {
+            if !v6 && !is_v4(&c.key.laddr) {
+                return Ok(());
+            }
+            c.try_for_each_retrans(|m| r.add_rec(&msg_info(c, m, m.flags()), v6, None))
         })
     })
 }

@@ -18,6 +18,8 @@ int rds_rs_kunit_header_ext(void);
 int rds_rs_kunit_cmsg(void);
 int rds_rs_kunit_recv_account(void);
 int rds_rs_kunit_rdma_rules(void);
+int rds_rs_kunit_passive_conn(void);
+int rds_rs_kunit_lent_payload(void);
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -47,6 +49,18 @@ static void recv_account(struct kunit *test)
 static void rdma_rules(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_rdma_rules());
+}
+
+/* A connection created by an arriving peer (the passive side of a network transport). */
+static void passive_conn(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_passive_conn());
+}
+
+/* A payload in a transport's receive fragments, given back with its last user. */
+static void lent_payload(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_lent_payload());
 }
 
 static void socket_seqpacket(struct kunit *test)
@@ -131,6 +145,8 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(cmsg_walk),
 	KUNIT_CASE(recv_account),
 	KUNIT_CASE(rdma_rules),
+	KUNIT_CASE(passive_conn),
+	KUNIT_CASE(lent_payload),
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),

@@ -6,13 +6,21 @@
 //! exercise, to catch differences between the kernel and host builds (target, flags, `core`).
 //! A case returns 0 on success, or the number of the first check that failed.
 
+use crate::bindings::mm::page_write;
+use crate::bindings::net::NetId;
+use crate::bindings::sync::ProcessCtx;
+use crate::conn::ConnKey;
+use crate::message::{LentFrags, Payload};
 use crate::proto::{
     cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, key_acceptable, make_cookie,
     scan_send_cmsgs, verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header,
     HeaderError, OpTracker, Quarantine, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN,
     RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
 };
-use kernel::ffi::c_int;
+use crate::proto::{Addr, ConnState};
+use crate::socket::Shared;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{ffi::c_int, page::Page, prelude::*, sync::Arc};
 
 /// Runs checks in order and returns the 1-based index of the first that fails, or 0.
 fn first_failure(checks: &[bool]) -> c_int {
@@ -158,5 +166,126 @@ extern "C" fn rds_rs_kunit_rdma_rules() -> c_int {
         key_acceptable(7, |_| false, &q) && key_acceptable(5, |k| k == 6, &q),
         // Two 32-bit fields: the carry out of the low one does not reach the high one.
         fadd.apply(0x0000_0001_ffff_ffff) == 0x0000_0001_0000_0000,
+    ])
+}
+
+/// The KUnit cases that need the core's shared state (run through the test hooks' target).
+const CASE_PASSIVE: u32 = 1;
+/// See [`CASE_PASSIVE`].
+const CASE_LENT_PAYLOAD: u32 = 2;
+
+#[no_mangle]
+extern "C" fn rds_rs_kunit_passive_conn() -> c_int {
+    crate::bindings::testhooks::kunit(CASE_PASSIVE)
+}
+
+#[no_mangle]
+extern "C" fn rds_rs_kunit_lent_payload() -> c_int {
+    crate::bindings::testhooks::kunit(CASE_LENT_PAYLOAD)
+}
+
+/// Runs a KUnit case on the shared state.
+pub(crate) fn run_on_shared(shared: &Arc<Shared>, case: u32, ctx: &ProcessCtx) -> c_int {
+    match case {
+        CASE_PASSIVE => passive_conn(shared, ctx),
+        CASE_LENT_PAYLOAD => lent_payload(),
+        _ => -1,
+    }
+}
+
+/// A connection created by an arriving peer: down and not connecting by itself, claimed once
+/// by the transport, up when the transport completes, gone when destroyed.
+fn passive_conn(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
+    let key = ConnKey {
+        net: NetId::init(),
+        laddr: Addr::from_v4([127, 0, 0, 91]),
+        faddr: Addr::from_v4([127, 0, 0, 92]),
+        tos: 0,
+    };
+    let Ok(c) = shared
+        .conns
+        .get_passive(shared, key, &crate::rds_loop::LOOPBACK, ctx)
+    else {
+        return 101;
+    };
+    let down = c.state() == ConnState::Down;
+    c.connect_if_down(ctx);
+    let still_down = c.state() == ConnState::Down;
+    let first = c.try_accept();
+    let second = c.try_accept();
+    let connecting = c.state() == ConnState::Connecting;
+    c.connect_complete();
+    let up = c.state() == ConnState::Up && c.info_flags() == 0x04;
+    let found = shared.conns.find(&key).is_some();
+    let destroyed = shared.conns.destroy(&key, ctx) && c.is_destroyed();
+    let gone = shared.conns.find(&key).is_none();
+    first_failure(&[
+        down, still_down, first, !second, connecting, up, found, destroyed, gone,
+    ])
+}
+
+/// A transport's receive fragments in a payload: read through, and given back when the last
+/// user drops the payload.
+fn lent_payload() -> c_int {
+    struct Frags {
+        pages: KVec<Page>,
+        back: Arc<AtomicBool>,
+    }
+    impl LentFrags for Frags {
+        fn try_for_each(&self, f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result {
+            // The second fragment starts 100 bytes into its page.
+            let mut i = 0;
+            for p in self.pages.iter() {
+                let (off, len) = if i == 0 { (0, 4096) } else { (100, 50) };
+                f(p, off, len)?;
+                i += 1;
+            }
+            Ok(())
+        }
+    }
+    impl Drop for Frags {
+        fn drop(&mut self) {
+            self.back.store(true, Ordering::Release);
+        }
+    }
+    let Ok(back) = Arc::new(AtomicBool::new(false), GFP_KERNEL) else {
+        return 100;
+    };
+    let mut pages = KVec::new();
+    for fill in [0xa5u8, 0x5a] {
+        let Ok(p) = Page::alloc_page(GFP_KERNEL) else {
+            return 101;
+        };
+        let mut p = p;
+        if page_write(&mut p, 0, &[fill; 4096]).is_err() {
+            return 102;
+        }
+        if pages.push(p, GFP_KERNEL).is_err() {
+            return 103;
+        }
+    }
+    let frags = Frags {
+        pages,
+        back: back.clone(),
+    };
+    let Ok(frags) = Arc::new(frags, GFP_KERNEL) else {
+        return 104;
+    };
+    let payload = Payload::lent(frags, 4146);
+    let mut edge = [0u8; 4];
+    let read = payload.read(4094, &mut edge).is_ok();
+    let mut past = [0u8; 2];
+    let past_end = payload.read(4145, &mut past).is_err();
+    let len = payload.len() == 4146;
+    let before = !back.load(Ordering::Acquire);
+    drop(payload);
+    let after = back.load(Ordering::Acquire);
+    first_failure(&[
+        read,
+        edge == [0xa5, 0xa5, 0x5a, 0x5a],
+        past_end,
+        len,
+        before,
+        after,
     ])
 }

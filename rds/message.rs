@@ -1,72 +1,226 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Messages on their way out, and messages that arrived.
+//! Messages on their way out, messages that arrived, and their payloads.
 //!
-//! C counterpart: `net/rds/message.c` and the `rds_message` / `rds_incoming` structs of
-//! `net/rds/rds.h`.
+//! C counterpart: `net/rds/message.c`, `net/rds/page.c` and the `rds_message` /
+//! `rds_incoming` structs of `net/rds/rds.h`.
 //!
-//! A [`Message`] is built by `sendmsg` (or by the core, for pongs): the payload is copied from
-//! user space once, into a [`Payload`] that is never written again. It sits on its
-//! connection's send queue until the transport takes it. An [`Incoming`] is what a receiving
-//! socket queues; over loopback it shares the sender's [`Payload`] (no second copy).
+//! A [`Message`] is built by `sendmsg` (or by the core: pongs, congestion maps): the payload is
+//! copied from user space once, into the pages of a [`Payload`] that is never written again.
+//! It sits on its connection's send queue until the transport takes it, then on the
+//! retransmit list until the peer acknowledges it. What crosses to the receiving side is its
+//! wire header ([`Message::header`]) and its payload; the receiving side builds an
+//! [`Incoming`] from the header alone (over loopback it shares the sender's [`Payload`]; a
+//! network transport hands over its own receive fragments, [`Payload::lent`]).
 
-use crate::bindings::net::{emsgsize, SockRef};
-use crate::proto::{Addr, FLAG_ACK_REQUIRED};
+use crate::bindings::mm::{page_read, page_write};
+use crate::bindings::net::{emsgsize, MsgHdr, SockRef};
+use crate::bindings::sync::{new_spinlock_bh, SpinLockBh};
+use crate::proto::{
+    msg_charge, Addr, Ext, Header, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
+};
 use crate::rdma::{Notifier, RdmaOp};
 use crate::socket::Rds;
+use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use kernel::{
-    alloc::KVVec,
+    alloc::Flags,
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, ListArc, ListLinks},
-    new_spinlock,
+    page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::{Arc, UniqueArc},
 };
 
-/// The bytes of one message, immutable once built.
+// The payload's pages hold `PAGE_SIZE` bytes each, and the RDMA rules of `proto` count pages
+// of the same size: they must agree.
+const _: () = assert!(PAGE_SIZE == crate::proto::PAGE_SIZE as usize);
+
+/// Fragments of a received message that belong to a transport (its receive buffers): the
+/// transport takes them back when the last user of the payload drops it.
+pub(crate) trait LentFrags: Send + Sync {
+    /// The fragments in order: `f(page, offset, len)` for each, until `f` fails.
+    fn try_for_each(&self, f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result;
+}
+
+/// Where a payload's bytes are.
+enum Store {
+    /// Pages the core allocated: the bytes packed from the start of the first page,
+    /// `PAGE_SIZE` per page.
+    Own(KVec<Page>),
+    /// A transport's fragments, given back when dropped.
+    Lent(Arc<dyn LentFrags>),
+}
+
+/// The bytes of one message, in pages (C: the data scatterlist of `rds_message`), immutable
+/// once built. Dropping it frees (or gives back) the pages, which any context may do.
+///
+/// # Invariants
+///
+/// `len` is the number of bytes `store` holds (for `Own`, `ceil(len / PAGE_SIZE)` pages).
 pub(crate) struct Payload {
-    bytes: KVVec<u8>,
+    len: usize,
+    store: Store,
 }
 
 impl Payload {
-    /// Wraps bytes already copied into the kernel.
-    pub(crate) fn new(bytes: KVVec<u8>) -> Result<Arc<Self>> {
-        Ok(Arc::new(Self { bytes }, GFP_KERNEL)?)
+    /// An empty payload.
+    pub(crate) fn empty() -> Self {
+        Self {
+            len: 0,
+            store: Store::Own(KVec::new()),
+        }
     }
 
-    /// The bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// Pages for `len` bytes.
+    fn alloc(len: usize, flags: Flags) -> Result<KVec<Page>> {
+        let n = len.div_ceil(PAGE_SIZE);
+        let mut pages = KVec::with_capacity(n, flags)?;
+        for _ in 0..n {
+            pages.push(Page::alloc_page(flags)?, flags)?;
+        }
+        Ok(pages)
     }
-}
 
-/// What a message is, which decides how the receiving side treats it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MsgKind {
-    /// Data from a socket (including pings to port 0).
-    Data,
-    /// The answer to a ping, from port 0.
-    Pong,
+    /// Copies `len` bytes of a `sendmsg`'s payload into new pages, charged to the caller's
+    /// memory cgroup; `EFAULT` when user memory faults.
+    pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
+        let pages = Self::alloc(len, GFP_KERNEL_ACCOUNT)?;
+        let mut left = len;
+        for page in pages.iter() {
+            let n = left.min(PAGE_SIZE);
+            if msg.copy_into_page(page, 0, n)? != n {
+                return Err(EFAULT);
+            }
+            left -= n;
+        }
+        // INVARIANT: `len` bytes were copied into `ceil(len / PAGE_SIZE)` pages.
+        Ok(Self {
+            len,
+            store: Store::Own(pages),
+        })
+    }
+
+    /// Copies `bytes` into new pages.
+    pub(crate) fn from_bytes(bytes: &[u8], flags: Flags) -> Result<Self> {
+        let mut pages = Self::alloc(bytes.len(), flags)?;
+        for (page, chunk) in pages.iter_mut().zip(bytes.chunks(PAGE_SIZE)) {
+            page_write(page, 0, chunk)?;
+        }
+        // INVARIANT: the bytes fill the pages in order.
+        Ok(Self {
+            len: bytes.len(),
+            store: Store::Own(pages),
+        })
+    }
+
+    /// A payload of `len` bytes in a transport's fragments.
+    #[cfg_attr(
+        not(rds_test),
+        expect(
+            dead_code,
+            reason = "the receive rings of network transports; tested by KUnit"
+        )
+    )]
+    pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
+        // INVARIANT: the transport vouches that its fragments hold `len` bytes.
+        Self {
+            len,
+            store: Store::Lent(frags),
+        }
+    }
+
+    /// The length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Calls `f(page, offset, len)` for each fragment in order, until it fails.
+    pub(crate) fn try_for_each_frag(
+        &self,
+        mut f: impl FnMut(&Page, usize, usize) -> Result,
+    ) -> Result {
+        match &self.store {
+            Store::Own(pages) => {
+                let mut left = self.len;
+                for page in pages.iter() {
+                    let n = left.min(PAGE_SIZE);
+                    f(page, 0, n)?;
+                    left -= n;
+                }
+                Ok(())
+            }
+            Store::Lent(frags) => frags.try_for_each(&mut f),
+        }
+    }
+
+    /// Copies the first `max` bytes (at most) to a `recvmsg`'s iovecs; returns the bytes
+    /// copied, short when user memory faults or the iovecs fill up.
+    pub(crate) fn copy_to_user(&self, msg: &mut MsgHdr<'_>, max: usize) -> usize {
+        let mut left = max.min(self.len);
+        let mut copied = 0;
+        let _ = self.try_for_each_frag(|page, off, n| {
+            let n = n.min(left);
+            if n == 0 {
+                return Err(EAGAIN);
+            }
+            let got = msg.copy_from_page(page, off, n)?;
+            copied += got;
+            left -= got;
+            if got != n {
+                return Err(EFAULT);
+            }
+            Ok(())
+        });
+        copied
+    }
+
+    /// Copies bytes from `offset` into `dst`; `EINVAL` when they are not all there.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let end = offset.checked_add(dst.len()).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        let mut at = 0usize;
+        let mut done = 0usize;
+        self.try_for_each_frag(|page, off, n| {
+            let frag = at..at + n;
+            at += n;
+            let lo = frag.start.max(offset + done);
+            let hi = frag.end.min(end);
+            if lo < hi {
+                let d = dst.get_mut(lo - offset..hi - offset).ok_or(EINVAL)?;
+                page_read(page, off + (lo - frag.start), d)?;
+                done = hi - offset;
+            }
+            Ok(())
+        })?;
+        if done == dst.len() {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
 }
 
 /// A message queued for transmission.
 ///
 /// # Invariants
 ///
-/// `len == data.bytes().len()`.
+/// `len == data.len()`; `charge == msg_charge(len)` is what the message counts against its
+/// sender's send buffer while `owner.sock` holds the sender.
 #[pin_data]
 pub(crate) struct Message {
-    /// The links of the connection's send queue.
+    /// The links of the connection's send queue or retransmit list (one at a time).
     #[pin]
     links: ListLinks,
-    /// What the message is.
-    pub(crate) kind: MsgKind,
     /// Source port (host order).
     pub(crate) sport: u16,
     /// Destination port (host order).
     pub(crate) dport: u16,
     /// Payload length (`h_len`).
     pub(crate) len: u32,
+    /// What the message counts against its sender's send buffer.
+    pub(crate) charge: u32,
     /// The payload.
     pub(crate) data: Arc<Payload>,
     /// The identity of the sending socket ([`crate::bindings::net::Sock::id`]), 0 for none.
@@ -82,10 +236,9 @@ pub(crate) struct Message {
     /// Header flags (`RDS_FLAG_*`).
     flags: AtomicU8,
     /// The sending socket while the message counts against its send buffer (C: `m_rs`, under
-    /// `m_rs_lock`), and the operation's notifier. Taken exactly once, by whoever completes or
-    /// cancels the message.
+    /// `m_rs_lock`), and the operation's notifier. Lock order: before `RdsSocket::data`.
     #[pin]
-    owner: SpinLock<Owner>,
+    owner: SpinLockBh<Owner>,
 }
 
 /// What [`Message::take_owner`] hands over.
@@ -94,12 +247,12 @@ pub(crate) struct Owner {
     pub(crate) sock: Option<SockRef<Rds>>,
     /// The notifier of the message's operation, if it may need one.
     pub(crate) notifier: Option<ListArc<Notifier>>,
+    /// The operation has completed (its id and notification are settled).
+    pub(crate) op_done: bool,
 }
 
 /// The parts of a new [`Message`].
 pub(crate) struct MessageParts {
-    /// What the message is.
-    pub(crate) kind: MsgKind,
     /// Source port (host order).
     pub(crate) sport: u16,
     /// Destination port (host order).
@@ -116,12 +269,13 @@ pub(crate) struct MessageParts {
     pub(crate) notifier: Option<ListArc<Notifier>>,
     /// A cookie for the receiver.
     pub(crate) rdma_cookie: u64,
+    /// Initial header flags (`RDS_FLAG_CONG_BITMAP` for a congestion map).
+    pub(crate) flags: u8,
 }
 
 impl MessageParts {
     /// A message without RDMA.
     pub(crate) fn plain(
-        kind: MsgKind,
         sport: u16,
         dport: u16,
         daddr: Addr,
@@ -129,7 +283,6 @@ impl MessageParts {
         owner: Option<SockRef<Rds>>,
     ) -> Self {
         Self {
-            kind,
             sport,
             dport,
             daddr,
@@ -138,6 +291,7 @@ impl MessageParts {
             op: None,
             notifier: None,
             rdma_cookie: 0,
+            flags: 0,
         }
     }
 }
@@ -154,34 +308,45 @@ impl_list_item! {
 
 impl Message {
     /// Builds a message.
-    pub(crate) fn new(p: MessageParts) -> Result<ListArc<Self>> {
-        let len = u32::try_from(p.data.bytes().len()).map_err(|_| emsgsize())?;
+    pub(crate) fn new(p: MessageParts, flags: Flags) -> Result<ListArc<Self>> {
+        let len = u32::try_from(p.data.len()).map_err(|_| emsgsize())?;
         let owner_id = p.owner.as_ref().map_or(0, |s| s.id());
+        let charge = msg_charge(len);
         ListArc::pin_init(
             try_pin_init!(Message {
                 links <- ListLinks::new(),
-                kind: p.kind,
                 sport: p.sport,
                 dport: p.dport,
-                // INVARIANT: `len` is the payload's length.
+                // INVARIANT: `len` is the payload's length and `charge` its charge.
                 len,
+                charge,
                 data: p.data,
                 owner_id,
                 daddr: p.daddr,
                 op: p.op,
                 rdma_cookie: p.rdma_cookie,
                 seq: AtomicU64::new(0),
-                flags: AtomicU8::new(0),
-                owner <- new_spinlock!(
+                flags: AtomicU8::new(p.flags),
+                owner <- new_spinlock_bh!(
                     Owner {
                         sock: p.owner,
                         notifier: p.notifier,
+                        op_done: false,
                     },
                     "Message::owner"
                 ),
             }),
-            GFP_KERNEL,
+            flags,
         )
+    }
+
+    /// A congestion-map update carrying `data` (C: `rds_cong_update_alloc`): ports 0, flags
+    /// `CONG_BITMAP`, no sequence number.
+    pub(crate) fn cong_update(data: Payload, daddr: Addr) -> Result<ListArc<Self>> {
+        let data = Arc::new(data, GFP_KERNEL)?;
+        let mut p = MessageParts::plain(0, 0, daddr, data, None);
+        p.flags = FLAG_CONG_BITMAP;
+        Self::new(p, GFP_KERNEL)
     }
 
     /// The sequence number.
@@ -194,9 +359,65 @@ impl Message {
         self.seq.store(seq, Ordering::Relaxed);
     }
 
+    /// The header flags.
+    pub(crate) fn flags(&self) -> u8 {
+        self.flags.load(Ordering::Relaxed)
+    }
+
+    /// Adds header flags (`RDS_FLAG_ACK_REQUIRED`, `RDS_FLAG_RETRANSMITTED`).
+    pub(crate) fn add_flags(&self, flags: u8) {
+        self.flags.fetch_or(flags, Ordering::Relaxed);
+    }
+
     /// Asks the receiver for an immediate ack.
     pub(crate) fn set_ack_required(&self) {
-        self.flags.fetch_or(FLAG_ACK_REQUIRED, Ordering::Relaxed);
+        self.add_flags(FLAG_ACK_REQUIRED);
+    }
+
+    /// Whether it is a retransmission.
+    pub(crate) fn retransmitted(&self) -> bool {
+        self.flags() & FLAG_RETRANSMITTED != 0
+    }
+
+    /// Whether it is a congestion-map update.
+    pub(crate) fn is_cong_map(&self) -> bool {
+        self.flags() & FLAG_CONG_BITMAP != 0
+    }
+
+    /// The wire header, with `ack` in `h_ack` and its checksum (C: the header part of the
+    /// transports' `xmit`): at most one extension header, as C 6.12 writes (`RDS_EXTHDR_RDMA`
+    /// for an RDMA operation, else `RDS_EXTHDR_RDMA_DEST` for a cookie).
+    pub(crate) fn header(&self, ack: u64) -> Header {
+        let mut h = Header {
+            sequence: self.seq(),
+            ack,
+            len: self.len,
+            sport: self.sport,
+            dport: self.dport,
+            flags: self.flags(),
+            credit: 0,
+            csum: 0,
+            exthdr: [0; 16],
+        };
+        let ext = match &self.op {
+            Some(op) if op.is_rdma() => Some(Ext::Rdma { rkey: op.rkey }),
+            _ if self.rdma_cookie != 0 => Some(Ext::RdmaDest {
+                rkey: crate::proto::cookie_key(self.rdma_cookie),
+                offset: crate::proto::cookie_offset(self.rdma_cookie),
+            }),
+            _ => None,
+        };
+        if let Some(e) = ext {
+            // An empty area always has room for one extension header.
+            let _ = h.add_ext(e);
+        }
+        h.with_checksum()
+    }
+
+    /// Calls `f` with the owner state, under its lock (which comes before the sender's
+    /// `data` lock).
+    pub(crate) fn with_owner<R>(&self, f: impl FnOnce(&mut Owner) -> R) -> R {
+        f(&mut self.owner.lock())
     }
 
     /// Takes the sending socket and the notifier, once: the caller then settles the message.
@@ -205,6 +426,7 @@ impl Message {
         Owner {
             sock: o.sock.take(),
             notifier: o.notifier.take(),
+            op_done: o.op_done,
         }
     }
 }
@@ -227,6 +449,8 @@ pub(crate) struct Incoming {
     pub(crate) seq: u64,
     /// Payload length.
     pub(crate) len: u32,
+    /// What it counts against the receiver's receive buffer.
+    pub(crate) charge: u32,
     /// The connection's type of service.
     pub(crate) tos: u8,
     /// The payload.
@@ -238,8 +462,6 @@ pub(crate) struct Incoming {
     pub(crate) rx_end: AtomicU64,
     /// The RDMA cookie of an `RDMA_DEST` extension header, 0 for none.
     pub(crate) rdma_cookie: u64,
-    /// The r_key of the RDMA operation this message completes (`RDS_EXTHDR_RDMA`).
-    pub(crate) rdma_rkey: Option<u32>,
 }
 
 impl_list_arc_safe! {
@@ -252,7 +474,8 @@ impl_list_item! {
     impl ListItem<0> for Incoming { using ListLinks; }
 }
 
-/// The addressing and identity of an incoming message (everything but its payload).
+/// The addressing and identity of an incoming message (everything but its payload), from its
+/// header and its connection.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IncomingHeader {
     /// Source address.
@@ -267,33 +490,43 @@ pub(crate) struct IncomingHeader {
     pub(crate) seq: u64,
     /// The connection's type of service.
     pub(crate) tos: u8,
-    /// The registration cookie the sender attached (`RDS_CMSG_RDMA_DEST`), 0 for none.
+    /// The registration cookie the sender attached (`RDS_EXTHDR_RDMA_DEST`), 0 for none.
     pub(crate) rdma_cookie: u64,
-    /// The r_key of the RDMA operation the message completes (C: `RDS_EXTHDR_RDMA`).
-    pub(crate) rdma_rkey: Option<u32>,
 }
 
-impl Incoming {
-    /// Builds an incoming message.
-    pub(crate) fn new(hdr: IncomingHeader, data: Arc<Payload>) -> Result<ListArc<Self>> {
-        let len = u32::try_from(data.bytes().len()).map_err(|_| emsgsize())?;
-        ListArc::pin_init(
-            try_pin_init!(Incoming {
-                links <- ListLinks::new(),
-                saddr: hdr.saddr,
-                daddr: hdr.daddr,
-                sport: hdr.sport,
-                dport: hdr.dport,
-                seq: hdr.seq,
-                len,
-                tos: hdr.tos,
-                data,
-                rx_tstamp: AtomicI64::new(0),
-                rx_end: AtomicU64::new(0),
-                rdma_cookie: hdr.rdma_cookie,
-                rdma_rkey: hdr.rdma_rkey,
-            }),
-            GFP_KERNEL,
-        )
+/// Memory for one [`Incoming`], allocated where allocating is allowed (a transport fills its
+/// receive ring with them in process context), so that receiving never allocates.
+pub(crate) struct RxSlot(UniqueArc<MaybeUninit<Incoming>>);
+
+impl RxSlot {
+    /// Allocates a slot.
+    pub(crate) fn new(flags: Flags) -> Result<Self> {
+        Ok(Self(UniqueArc::new_uninit(flags)?))
+    }
+
+    /// Builds the incoming message in the slot.
+    pub(crate) fn fill(self, hdr: IncomingHeader, data: Arc<Payload>) -> ListArc<Incoming> {
+        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        let charge = msg_charge(len);
+        let init = pin_init!(Incoming {
+            links <- ListLinks::new(),
+            saddr: hdr.saddr,
+            daddr: hdr.daddr,
+            sport: hdr.sport,
+            dport: hdr.dport,
+            seq: hdr.seq,
+            len,
+            charge,
+            tos: hdr.tos,
+            data,
+            rx_tstamp: AtomicI64::new(0),
+            rx_end: AtomicU64::new(0),
+            rdma_cookie: hdr.rdma_cookie,
+        });
+        match self.0.pin_init_with(init) {
+            Ok(inc) => ListArc::from(inc),
+            // The initialiser cannot fail.
+            Err(e) => match e {},
+        }
     }
 }

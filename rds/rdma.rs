@@ -10,55 +10,55 @@
 //! # Registrations
 //!
 //! `RDS_GET_MR` (or an `RDMA_MAP` control message) pins a user range long-term, charges it to
-//! the caller's locked memory, and registers it under a fresh r_key: a random 32-bit value
-//! that is neither live nor in the quarantine of recently freed keys, so a stale cookie does
-//! not name a new registration ([`crate::proto::Quarantine`]). The registration is kept twice:
-//! by its socket (which frees it with `RDS_FREE_MR`, when a use-once registration has been used,
-//! or at close) and in the namespace-wide [`MrIndex`], where the loopback transport finds the
-//! target of an RDMA operation by r_key, as an HCA would.
+//! the locked memory of the socket's creator ([`crate::bindings::mm::MemlockUser`]), and hands
+//! the pages to the socket's transport, whose device registers them under an r_key it
+//! chooses ([`crate::transport::MrOps`]). The socket keeps the registration by r_key until
+//! `RDS_FREE_MR`, until a use-once registration has been used, or until close; dropping it
+//! revokes the registration, and the pages are unpinned once the device can no longer reach
+//! them.
 //!
 //! # Operations
 //!
 //! A `sendmsg` with `RDMA_ARGS` or an atomic control message carries one [`RdmaOp`]: the local
-//! pages are pinned at `sendmsg` (for writing when data will land in them), the remote side is
-//! named by r_key and a zero-based address. The transport performs the operation right before
-//! the message's own delivery, so the receiver sees the message only once the data is in
-//! place; a failed operation is reported (`RDS_RDMA_REMOTE_ERROR`) and its message is not
-//! delivered.
+//! pages are pinned at `sendmsg` (after any congestion wait, for writing when data will land
+//! in them), the remote side is named by r_key and a zero-based address. The transport
+//! performs the operation before the message's own delivery, so the receiver sees the message
+//! only once the data is in place.
 //!
 //! # Completion
 //!
-//! Every operation completes exactly once, through `crate::send::complete`: with success,
-//! a remote error, cancelled (`RDS_CANCEL_SENT_TO`, close) or dropped (its connection went
-//! away). Completion queues a notification (`RDS_CMSG_RDMA_STATUS`) when the operation asked
-//! for one (`RDS_RDMA_NOTIFY_ME`), or when it failed and the socket had `RDS_RECVERR` on at
-//! `sendmsg` (as C), and raises the sender's high-water mark for the destination.
+//! Every operation completes exactly once, through `crate::send::op_complete` (the transport,
+//! when the operation is done) or `crate::send::complete` (the message is settled: acked,
+//! cancelled, or dropped with its connection): with success, a remote error, cancelled
+//! (`RDS_CANCEL_SENT_TO`, close) or dropped (a reset). Completion queues a notification
+//! (`RDS_CMSG_RDMA_STATUS`) when the operation asked for one (`RDS_RDMA_NOTIFY_ME`), or when
+//! it failed and the socket had `RDS_RECVERR` on at `sendmsg` (as C), and raises the sender's
+//! high-water mark for the destination. A socket has at most [`NOTIFY_MAX`] notifications
+//! outstanding (issued or unread).
 
-use crate::bindings::mm::{random_u32, LockedVm, PinnedPages, PAGE_SIZE};
-use crate::bindings::net::{eopnotsupp, errno, NetId, Sock};
+use crate::bindings::mm::{MemlockUser, PinCharge, PinnedPages, PAGE_SIZE};
+use crate::bindings::net::{eopnotsupp, errno, Sock};
+use crate::bindings::sync::{flush_deferred, new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::proto::{
     check_atomic, check_rdma_bytes, check_registration_mlock, cmsgs, cookie_key, make_cookie,
-    rdma_pages, Addr, AtomicArgs, AtomicOp, BarrierState, GetMrArgs, MrError, OpTracker,
-    Quarantine, RdmaArgs, RdsIovec, Region, SocketIds, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
+    rdma_pages, Addr, AtomicArgs, AtomicOp, BarrierState, GetMrArgs, GuessLimit, MrError,
+    OpTracker, RdmaArgs, RdsIovec, SocketIds, NOTIFY_MAX, RDMA_ARGS_LEN, RDS_CMSG_ATOMIC_CSWP,
     RDS_CMSG_ATOMIC_FADD, RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD,
     RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP,
-    RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN, RDS_RDMA_NOTIFY_ME, RDS_RDMA_REMOTE_ERROR,
+    RDS_CMSG_ZCOPY_COOKIE, RDS_IOVEC_LEN, RDS_RDMA_FENCE, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE,
     RDS_RDMA_SILENT, RDS_RDMA_USE_ONCE, SOL_RDS, UIO_MAXIOV,
 };
 use crate::proto::{ATOMIC_ARGS_LEN, GET_MR_ARGS_LEN};
 use crate::socket::{Rds, RdsSocket};
-use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use crate::transport::{MrHandle, RegRequest};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, ListArc, ListLinks},
-    new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, Mutex, UniqueArc},
+    sync::Arc,
     uaccess::UserSlice,
 };
-
-/// How many freed r_keys are kept out of circulation.
-const QUARANTINE: usize = 1024;
 
 /// The per-destination window of operation ids (`64 * W` ids may be in flight).
 pub(crate) const OP_WINDOW: usize = 64;
@@ -70,84 +70,108 @@ fn mr_error(e: MrError) -> Error {
     errno(e.errno())
 }
 
-/// A memory registration.
+/// User pages pinned for a registration, with their charge to the socket creator's locked
+/// memory. Unpinning sleeps, so they travel in a [`ProcessDrop`] ([`RegPages`]).
+pub(crate) struct PinnedRegion {
+    /// The pages (the user range rounded out to whole pages).
+    pub(crate) pages: PinnedPages,
+    /// The charge, dropped after the pages are unpinned.
+    _charge: PinCharge,
+}
+
+/// The pages of a registration, droppable in any context.
+pub(crate) type RegPages = ProcessDrop<PinnedRegion>;
+
+/// A memory registration of a socket.
 pub(crate) struct Mr {
     /// The r_key.
     pub(crate) key: u32,
-    /// The owner's namespace.
-    pub(crate) net: NetId,
-    /// The owner's bound address: RDMA to this registration must target it.
-    pub(crate) laddr: Addr,
-    /// The registered bytes, in zero-based RDMA addresses.
-    pub(crate) region: Region,
     /// Freed once a peer's message that used it arrives (`RDS_RDMA_USE_ONCE`).
     pub(crate) use_once: bool,
-    /// The pinned pages (the user range, rounded out to whole pages).
-    pages: PinnedPages,
-    /// The charge to the owner's locked memory.
-    _charge: LockedVm,
+    /// The transport's registration; dropping it revokes the registration.
+    _handle: Arc<dyn MrHandle>,
 }
 
-/// The fields of [`MrIndex`] protected by its mutex.
-struct MrIndexInner {
-    keys: RBTree<u32, Arc<Mr>>,
-    quarantine: Quarantine<QUARANTINE>,
-}
-
-/// Every live registration by r_key, and the quarantine of freed keys.
-///
-/// Lock order: `inner` is a leaf. Registrations are dropped (which unpins and sleeps) outside it.
+/// The rate limit on a socket's failed r_key lookups ([`GuessLimit`]), shared with its
+/// operations so that a transport can apply it where the lookup happens (any context).
 #[pin_data]
-pub(crate) struct MrIndex {
+pub(crate) struct GuessLimiter {
     #[pin]
-    inner: Mutex<MrIndexInner>,
+    inner: SpinLockBh<GuessLimit>,
 }
 
-impl MrIndex {
-    /// An empty index.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            inner <- new_mutex!(
-                MrIndexInner {
-                    keys: RBTree::new(),
-                    quarantine: Quarantine::new(),
-                },
-                "MrIndex::inner"
-            ),
+impl GuessLimiter {
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                inner <- new_spinlock_bh!(
+                    GuessLimit::new(crate::bindings::sys::local_clock_ns()),
+                    "GuessLimiter::inner"
+                ),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )
+    }
+
+    /// Whether a lookup may be made now.
+    pub(crate) fn allows(&self) -> bool {
+        self.inner
+            .lock()
+            .allows(crate::bindings::sys::local_clock_ns())
+    }
+
+    /// A lookup failed.
+    pub(crate) fn failed(&self) {
+        self.inner
+            .lock()
+            .failed(crate::bindings::sys::local_clock_ns())
+    }
+}
+
+/// What every RDMA-capable socket shares with its operations and registrations.
+pub(crate) struct RdmaOwner {
+    /// The socket's creator, charged for its registrations.
+    pub(crate) user: Arc<MemlockUser>,
+    /// The socket's rate limit on failed lookups.
+    pub(crate) guess: Arc<GuessLimiter>,
+    /// Notifications outstanding (issued with an operation, or queued and unread).
+    pub(crate) notifiers: Arc<AtomicU32>,
+}
+
+impl RdmaOwner {
+    /// The state of a new socket (its creator is the calling task).
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            user: Arc::new(MemlockUser::current()?, GFP_KERNEL_ACCOUNT)?,
+            guess: GuessLimiter::new()?,
+            notifiers: Arc::new(AtomicU32::new(0), GFP_KERNEL_ACCOUNT)?,
         })
     }
+}
 
-    /// Registers `mr` under a new r_key (which this sets). Nothing is allocated or dropped
-    /// under the lock: on failure `mr` is dropped after it is released.
-    fn insert_new(&self, mut mr: UniqueArc<Mr>) -> Result<Arc<Mr>> {
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let mut inner = self.inner.lock();
-        let key = loop {
-            let candidate = random_u32();
-            let live = |k: u32| inner.keys.get(&k).is_some();
-            if crate::proto::key_acceptable(candidate, live, &inner.quarantine) {
-                break candidate;
+/// One outstanding notification of a socket, counted while it exists.
+struct NotifyToken(Arc<AtomicU32>);
+
+impl NotifyToken {
+    /// Takes one of the socket's [`NOTIFY_MAX`] notifications; `ENOBUFS` when none is left.
+    fn take(count: &Arc<AtomicU32>) -> Result<Self> {
+        let mut cur = count.load(Ordering::Relaxed);
+        loop {
+            if cur >= NOTIFY_MAX {
+                crate::stats::inc(crate::proto::Stat::RsNotifyLimit);
+                return Err(crate::bindings::net::enobufs());
             }
-        };
-        mr.key = key;
-        let mr = Arc::from(mr);
-        inner.keys.insert(node.into_node(key, mr.clone()));
-        Ok(mr)
-    }
-
-    /// The live registration with r_key `key`.
-    pub(crate) fn find(&self, key: u32) -> Option<Arc<Mr>> {
-        self.inner.lock().keys.get(&key).cloned()
-    }
-
-    /// Removes a registration and quarantines its key; returns it for the caller to drop.
-    fn remove(&self, key: u32) -> Option<Arc<Mr>> {
-        let mut inner = self.inner.lock();
-        let mr = inner.keys.remove(&key);
-        if mr.is_some() {
-            inner.quarantine.retire(key);
+            match count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return Ok(Self(count.clone())),
+                Err(c) => cur = c,
+            }
         }
-        mr
+    }
+}
+
+impl Drop for NotifyToken {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -161,6 +185,8 @@ pub(crate) struct Notifier {
     pub(crate) user_token: u64,
     /// The status (`RDS_RDMA_*`), set at completion.
     pub(crate) status: AtomicI32,
+    /// Counts against the socket's outstanding notifications while it exists.
+    _token: NotifyToken,
 }
 
 impl_list_arc_safe! {
@@ -174,25 +200,28 @@ impl_list_item! {
 }
 
 impl Notifier {
-    fn new(user_token: u64) -> Result<ListArc<Self>> {
+    fn new(user_token: u64, count: &Arc<AtomicU32>) -> Result<ListArc<Self>> {
+        let token = NotifyToken::take(count)?;
         ListArc::pin_init(
             try_pin_init!(Notifier {
                 links <- ListLinks::new(),
                 user_token,
                 status: AtomicI32::new(0),
+                _token: token,
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 }
 
 /// One pinned local iovec of an RDMA operation.
 pub(crate) struct LocalSeg {
-    pages: PinnedPages,
+    /// The pages.
+    pub(crate) pages: PinnedPages,
     /// Offset of the data in the first page.
-    offset: usize,
+    pub(crate) offset: usize,
     /// Bytes.
-    len: usize,
+    pub(crate) len: usize,
 }
 
 /// What an operation does.
@@ -204,7 +233,7 @@ pub(crate) enum OpKind {
         /// The zero-based remote address (the cookie's offset included).
         remote_addr: u64,
         /// The local iovecs, in order; the remote range is filled or read contiguously.
-        local: KVec<LocalSeg>,
+        local: ProcessDrop<KVec<LocalSeg>>,
     },
     /// An atomic operation on 8 remote bytes; the old value lands in local memory.
     Atomic {
@@ -213,13 +242,14 @@ pub(crate) enum OpKind {
         /// The zero-based remote address (8-byte aligned).
         remote_addr: u64,
         /// The local page.
-        local: PinnedPages,
+        local: ProcessDrop<PinnedPages>,
         /// The offset of the local 8 bytes in it.
         offset: usize,
     },
 }
 
-/// An RDMA or atomic operation attached to a message.
+/// An RDMA or atomic operation attached to a message. Dropping it never sleeps (its pinned
+/// pages are released in process context).
 pub(crate) struct RdmaOp {
     /// What it does.
     pub(crate) kind: OpKind,
@@ -231,8 +261,16 @@ pub(crate) struct RdmaOp {
     pub(crate) recverr: bool,
     /// `RDS_RDMA_SILENT`: no message for the remote side (when there is no payload).
     pub(crate) silent: bool,
+    /// `RDS_RDMA_FENCE`: wait for earlier operations before this one.
+    #[expect(
+        dead_code,
+        reason = "for the IB transport; loopback performs every operation in order"
+    )]
+    pub(crate) fence: bool,
     /// The caller's token.
     pub(crate) user_token: u64,
+    /// The sending socket's limit on failed lookups.
+    pub(crate) guess: Arc<GuessLimiter>,
     /// The operation's id (per socket and destination), set when it is queued; 0 before.
     id: AtomicU64,
 }
@@ -306,7 +344,12 @@ pub(crate) fn read_local_vecs(data: &[u8]) -> Result<(KVec<RdsIovec>, u64)> {
 
 impl RdsSocket {
     /// Registers user memory (C: `__rds_rdma_map`); returns the cookie and the r_key.
-    pub(crate) fn get_mr(&self, sock: &Sock<Rds>, args: &GetMrArgs) -> Result<(u64, u32)> {
+    pub(crate) fn get_mr(
+        &self,
+        sock: &Sock<Rds>,
+        args: &GetMrArgs,
+        ctx: &ProcessCtx,
+    ) -> Result<(u64, u32)> {
         let (laddr, transport) = {
             let inner = self.inner.lock();
             match (inner.bound, inner.transport) {
@@ -314,46 +357,55 @@ impl RdsSocket {
                 _ => return Err(crate::bindings::net::enotconn()),
             }
         };
-        let ops = transport.transport().mr_ops().ok_or_else(eopnotsupp)?;
-        let (pages, offset) =
+        let ops = transport.mr_ops().ok_or_else(eopnotsupp)?;
+        let (pages, _offset) =
             check_registration_mlock(&args.vec, crate::bindings::mm::can_do_mlock())
                 .map_err(mr_error)?;
         let npages = usize::try_from(pages).map_err(|_| EINVAL)?;
-        let charge = LockedVm::charge(npages)?;
+        let charge = self.rdma.user.charge(npages)?;
         let start = args.vec.addr & !(PAGE_SIZE as u64 - 1);
         let pinned = PinnedPages::pin(start, npages, true, true)?;
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let region = Region::of(&args.vec);
-        let use_once = args.flags & RDS_RDMA_USE_ONCE != 0;
-        let net = sock.net();
-        let mr = UniqueArc::new(
-            Mr {
-                // Set by `insert_new`.
-                key: 0,
-                net,
-                laddr,
-                region,
-                use_once,
+        let reg = ProcessDrop::new(
+            PinnedRegion {
                 pages: pinned,
                 _charge: charge,
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
-        let mr = self.shared.mrs.insert_new(mr)?;
-        let key = mr.key;
-        let cookie = make_cookie(key, offset);
-        let published = ops.register(&mr).and_then(|()| {
-            if args.cookie_addr != 0 {
-                let addr = usize::try_from(args.cookie_addr).map_err(|_| EFAULT)?;
-                UserSlice::new(addr, 8).writer().write(&cookie)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
+        let mr = KBox::new(
+            Mr {
+                key: 0,
+                use_once: args.flags & RDS_RDMA_USE_ONCE != 0,
+                _handle: ops.register(
+                    &self.shared,
+                    RegRequest {
+                        net: sock.net(),
+                        laddr,
+                        pages: reg,
+                        addr: args.vec.addr,
+                        len: args.vec.bytes,
+                        remote_write: args.flags & RDS_RDMA_READWRITE != 0,
+                    },
+                    ctx,
+                )?,
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        let key = mr._handle.rkey();
+        let cookie = make_cookie(key, mr._handle.region().offset);
+        let mut mr = mr;
+        mr.key = key;
+        if args.cookie_addr != 0 {
+            let written = usize::try_from(args.cookie_addr)
+                .map_err(|_| EFAULT)
+                .and_then(|addr| UserSlice::new(addr, 8).writer().write(&cookie));
+            if let Err(e) = written {
+                // Revoked, and unpinned before the call returns.
+                drop(mr);
+                flush_deferred(ctx);
+                return Err(e);
             }
-            Ok(())
-        });
-        if let Err(e) = published {
-            let gone = self.shared.mrs.remove(key);
-            drop(gone);
-            drop(mr);
-            return Err(e);
         }
         let old = self.mrs.lock().insert(node.into_node(key, mr));
         drop(old);
@@ -361,37 +413,25 @@ impl RdsSocket {
     }
 
     /// Frees a registration of this socket (C: `rds_free_mr`); `EINVAL` for a key it does not
-    /// own.
-    pub(crate) fn free_mr(&self, key: u32, invalidate: bool) -> Result {
+    /// own. Returns once the registration can no longer be reached and, unless an operation
+    /// in progress still holds them, its pages are unpinned.
+    pub(crate) fn free_mr(&self, key: u32, ctx: &ProcessCtx) -> Result {
         let mr = self.mrs.lock().remove(&key).ok_or(EINVAL)?;
-        self.release_mr(mr, invalidate);
+        drop(mr);
+        flush_deferred(ctx);
         Ok(())
     }
 
     /// `RDS_FREE_MR` with cookie 0: flushes the transport's unused registrations.
-    pub(crate) fn flush_mrs(&self) -> Result {
+    pub(crate) fn flush_mrs(&self, ctx: &ProcessCtx) -> Result {
         let transport = self.inner.lock().transport.ok_or(EINVAL)?;
-        let ops = transport.transport().mr_ops().ok_or(EINVAL)?;
-        ops.flush();
+        let ops = transport.mr_ops().ok_or(EINVAL)?;
+        ops.flush(ctx);
         Ok(())
     }
 
-    fn release_mr(&self, mr: Arc<Mr>, invalidate: bool) {
-        let gone = self.shared.mrs.remove(mr.key);
-        drop(gone);
-        if invalidate {
-            if let Some(t) = self.inner.lock().transport {
-                if let Some(ops) = t.transport().mr_ops() {
-                    ops.invalidate(&mr);
-                }
-            }
-        }
-        // Unpinned when the last reference goes (an operation in progress may hold one).
-        drop(mr);
-    }
-
-    /// A peer's message that used registration `key` arrived (C: `rds_rdma_unuse`): a
-    /// use-once registration is freed.
+    /// A peer's message that used registration `key` arrived (any context; C:
+    /// `rds_rdma_unuse`): a use-once registration is freed.
     pub(crate) fn unuse_mr(&self, key: u32) {
         let mr = {
             let mut mrs = self.mrs.lock();
@@ -400,25 +440,14 @@ impl RdsSocket {
                 _ => None,
             }
         };
-        if let Some(mr) = mr {
-            self.release_mr(mr, true);
-        }
+        drop(mr);
     }
 
     /// Frees every registration at close (C: `rds_rdma_drop_keys`).
-    pub(crate) fn drop_mrs(&self) {
-        loop {
-            let mr = {
-                let mut mrs = self.mrs.lock();
-                let key = mrs.keys().next().copied();
-                match key {
-                    Some(k) => mrs.remove(&k),
-                    None => None,
-                }
-            };
-            let Some(mr) = mr else { break };
-            self.release_mr(mr, false);
-        }
+    pub(crate) fn drop_mrs(&self, ctx: &ProcessCtx) {
+        let mrs = core::mem::replace(&mut *self.mrs.lock(), RBTree::new());
+        drop(mrs);
+        flush_deferred(ctx);
     }
 
     /// Whether this socket owns registration `key` (for `RDMA_DEST`).
@@ -434,11 +463,12 @@ impl RdsSocket {
         sock: &Sock<Rds>,
         control: &[u8],
         vecs: LocalVecs,
+        ctx: &ProcessCtx,
     ) -> Result<SendRdma> {
         let mut out = SendRdma::default();
-        let res = self.prepare_rdma_into(sock, control, vecs, &mut out);
+        let res = self.prepare_rdma_into(sock, control, vecs, &mut out, ctx);
         if let Err(e) = res {
-            self.undo_rdma(&mut out);
+            self.undo_rdma(&mut out, ctx);
             return Err(e);
         }
         Ok(out)
@@ -450,6 +480,7 @@ impl RdsSocket {
         control: &[u8],
         vecs: LocalVecs,
         out: &mut SendRdma,
+        ctx: &ProcessCtx,
     ) -> Result {
         let mut vecs = vecs.into_iter();
         for c in cmsgs(control) {
@@ -492,7 +523,7 @@ impl RdsSocket {
                         return Err(EINVAL);
                     }
                     let args = GetMrArgs::decode(c.data).ok_or(EINVAL)?;
-                    let (cookie, key) = self.get_mr(sock, &args)?;
+                    let (cookie, key) = self.get_mr(sock, &args, ctx)?;
                     out.cookie = cookie;
                     out.mapped = Some(key);
                 }
@@ -511,7 +542,7 @@ impl RdsSocket {
         }
         if let Some(op) = &out.op {
             if op.notify || op.recverr {
-                out.notifier = Some(Notifier::new(op.user_token)?);
+                out.notifier = Some(Notifier::new(op.user_token, &self.rdma.notifiers)?);
             }
         }
         Ok(())
@@ -519,9 +550,9 @@ impl RdsSocket {
 
     /// Undoes what `prepare_rdma` did for a send that failed: an `RDMA_MAP` registration is
     /// freed (C: `rds_rdma_unuse(rs, key, 1)` in `rds_sendmsg`).
-    pub(crate) fn undo_rdma(&self, r: &mut SendRdma) {
+    pub(crate) fn undo_rdma(&self, r: &mut SendRdma, ctx: &ProcessCtx) {
         if let Some(key) = r.mapped.take() {
-            let _ = self.free_mr(key, false);
+            let _ = self.free_mr(key, ctx);
         }
     }
 
@@ -548,7 +579,7 @@ impl RdsSocket {
             }
             return Err(mr_error(e));
         }
-        let mut segs = KVec::with_capacity(local.len(), GFP_KERNEL)?;
+        let mut segs = KVec::with_capacity(local.len(), GFP_KERNEL_ACCOUNT)?;
         for v in local.iter() {
             let pages = pin(v)?;
             segs.push(
@@ -557,9 +588,10 @@ impl RdsSocket {
                     offset: (v.addr % PAGE_SIZE as u64) as usize,
                     len: usize::try_from(v.bytes).map_err(|_| EINVAL)?,
                 },
-                GFP_KERNEL,
+                GFP_KERNEL_ACCOUNT,
             )?;
         }
+        let local = ProcessDrop::new(segs, GFP_KERNEL_ACCOUNT)?;
         crate::stats::inc(crate::proto::Stat::SendRdma);
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(
@@ -567,16 +599,18 @@ impl RdsSocket {
                 kind: OpKind::Rdma {
                     write,
                     remote_addr: args.op_remote_addr(),
-                    local: segs,
+                    local,
                 },
                 rkey: args.op_rkey(),
                 notify: args.flags & RDS_RDMA_NOTIFY_ME != 0,
                 recverr,
                 silent: args.flags & RDS_RDMA_SILENT != 0,
+                fence: args.flags & RDS_RDMA_FENCE != 0,
                 user_token: args.user_token,
+                guess: self.rdma.guess.clone(),
                 id: AtomicU64::new(0),
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?)
     }
 
@@ -584,7 +618,7 @@ impl RdsSocket {
     fn prepare_atomic(&self, args: &AtomicArgs) -> Result<KBox<RdmaOp>> {
         check_atomic(args).map_err(mr_error)?;
         let start = args.local_addr & !(PAGE_SIZE as u64 - 1);
-        let local = PinnedPages::pin(start, 1, true, false)?;
+        let local = ProcessDrop::new(PinnedPages::pin(start, 1, true, false)?, GFP_KERNEL_ACCOUNT)?;
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(
             RdmaOp {
@@ -598,77 +632,13 @@ impl RdsSocket {
                 notify: args.flags & RDS_RDMA_NOTIFY_ME != 0,
                 recverr,
                 silent: args.flags & RDS_RDMA_SILENT != 0,
+                fence: args.flags & RDS_RDMA_FENCE != 0,
                 user_token: args.user_token,
+                guess: self.rdma.guess.clone(),
                 id: AtomicU64::new(0),
             },
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?)
-    }
-}
-
-/// Performs an operation over loopback: finds the target registration (by r_key, in `net`,
-/// registered by a socket bound to `faddr`), checks the range and moves the data. `Err`
-/// carries the `RDS_RDMA_*` status of a failure.
-pub(crate) fn execute_loopback(
-    index: &MrIndex,
-    net: NetId,
-    faddr: Addr,
-    op: &RdmaOp,
-) -> core::result::Result<(), i32> {
-    let mr = index
-        .find(op.rkey)
-        .filter(|m| m.net == net && m.laddr == faddr)
-        .ok_or(RDS_RDMA_REMOTE_ERROR)?;
-    match &op.kind {
-        OpKind::Rdma {
-            write,
-            remote_addr,
-            local,
-        } => {
-            let total: u64 = local.iter().map(|s| s.len as u64).sum();
-            if !mr.region.contains(*remote_addr, total) {
-                return Err(RDS_RDMA_REMOTE_ERROR);
-            }
-            // Zero-based addresses are offsets into the pinned pages.
-            let mut at = usize::try_from(*remote_addr).map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-            for seg in local.iter() {
-                let r = if *write {
-                    seg.pages.copy_to(seg.offset, &mr.pages, at, seg.len)
-                } else {
-                    mr.pages.copy_to(at, &seg.pages, seg.offset, seg.len)
-                };
-                r.map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-                at += seg.len;
-            }
-            crate::stats::add(crate::proto::Stat::SendRdmaBytes, total);
-            Ok(())
-        }
-        OpKind::Atomic {
-            op: aop,
-            remote_addr,
-            local,
-            offset,
-        } => {
-            if !mr.region.contains(*remote_addr, 8) {
-                return Err(RDS_RDMA_REMOTE_ERROR);
-            }
-            let at = usize::try_from(*remote_addr).map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-            // Atomic operations are serialised against each other (as an HCA does; on IB
-            // too they are not atomic against the CPUs' own accesses): the index's lock.
-            let _guard = index.inner.lock();
-            let mut old = [0u8; 8];
-            mr.pages
-                .read(at, &mut old)
-                .map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-            let new = aop.apply(u64::from_ne_bytes(old));
-            mr.pages
-                .write(at, &new.to_ne_bytes())
-                .map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-            local
-                .write(*offset, &old)
-                .map_err(|_| RDS_RDMA_REMOTE_ERROR)?;
-            Ok(())
-        }
     }
 }
 

@@ -16,7 +16,10 @@
 //!   `rds_loop` (from `rds_loop/`): the loopback transport.
 //! - [`rdma`]: memory registrations, RDMA and atomic operations, notifications, the barrier.
 //! - [`cong`]: congestion maps; [`info`]: the `RDS_INFO_*` getsockopts; [`stats`]: counters.
-//! - [`kunit`]: the Rust side of the module's KUnit suite (`rds/kunit.c`).
+//! - `kunit` (test build only): the Rust side of the module's KUnit suite (`rds/kunit.c`).
+
+// `pin_init!` of the larger structs (`Conn`) needs more macro recursion than the default.
+#![recursion_limit = "256"]
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -26,6 +29,7 @@ mod bindings;
 mod cong;
 mod conn;
 mod info;
+#[cfg(rds_test)]
 mod kunit;
 mod message;
 #[path = "../proto/src/proto.rs"]
@@ -50,14 +54,16 @@ module! {
 /// The loaded module: owns every registration and the core's shared state.
 ///
 /// Teardown order (see [`Drop`]): the socket family first (no socket can exist at unload, and
-/// none can be created afterwards), then the namespace hook (unregistering it destroys the
-/// connections of every namespace), then the workqueue is drained, so that the last
-/// reference to the shared state is the module's own.
+/// none can be created afterwards), then the reaper, then the namespace hook (unregistering it
+/// destroys the connections of every namespace), the test hooks, then the workqueue is
+/// drained and the deferred drops are flushed, so that the last reference to the shared state
+/// is the module's own.
 struct RdsModule {
     family: Option<bindings::net::Registration<socket::Rds>>,
     pernet: Option<bindings::sys::PernetRegistration<socket::Shared>>,
     sysctl: Option<bindings::sys::SysctlRegistration>,
-    debugfs: Option<bindings::sys::DebugfsRegistration>,
+    #[cfg(rds_test)]
+    hooks: Option<bindings::testhooks::TestHooks>,
     shared: Arc<socket::Shared>,
 }
 
@@ -69,8 +75,12 @@ impl kernel::Module for RdsModule {
         let sysctl = bindings::sys::SysctlRegistration::new()
             .inspect_err(|_| pr_warn!("cannot register /proc/sys/net/rds\n"))
             .ok();
-        let debugfs = bindings::sys::DebugfsRegistration::new();
         let shared = socket::Shared::new()?;
+        #[cfg(rds_test)]
+        let hooks = Some(bindings::testhooks::TestHooks::new(Arc::new(
+            socket::Hooks(shared.clone()),
+            GFP_KERNEL,
+        )?)?);
         let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
         let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
             .inspect_err(|e| {
@@ -79,12 +89,13 @@ impl kernel::Module for RdsModule {
                     e.to_errno()
                 )
             })?;
-        pr_info!("PF_RDS registered\n");
+        shared.start_reaper();
         Ok(Self {
             family: Some(family),
             pernet: Some(pernet),
             sysctl,
-            debugfs: Some(debugfs),
+            #[cfg(rds_test)]
+            hooks,
             shared,
         })
     }
@@ -92,10 +103,15 @@ impl kernel::Module for RdsModule {
 
 impl Drop for RdsModule {
     fn drop(&mut self) {
+        let ctx = bindings::sync::ProcessCtx::enter();
         drop(self.family.take());
+        self.shared.stop_reaper(&ctx);
         drop(self.pernet.take());
+        self.shared.conns.destroy_all(&ctx);
+        #[cfg(rds_test)]
+        drop(self.hooks.take());
         self.shared.wq.drain();
+        bindings::sync::flush_deferred(&ctx);
         drop(self.sysctl.take());
-        drop(self.debugfs.take());
     }
 }

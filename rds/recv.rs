@@ -5,21 +5,23 @@
 //! C counterpart: `net/rds/recv.c` (`rds_recv_incoming`, `rds_recvmsg`,
 //! `rds_clear_recv_queue`, `rds_recv_rcvbuf_delta`) and `rds_poll` in `net/rds/af_rds.c`.
 //!
-//! A transport hands each arriving message to [`incoming`], which answers pings, finds the
-//! socket bound to the destination and queues the message there, charging the socket's
-//! receive buffer. A socket whose queue grows past its receive buffer marks its port in its
+//! A transport hands each arriving frame to [`incoming`], which validates its header, settles
+//! what its `h_ack` acknowledges, answers pings, finds the socket bound to the destination
+//! and queues the message there, charging the socket's receive buffer (the payload and a
+//! per-message overhead). A socket whose queue grows past its receive buffer marks its port in its
 //! address's congestion map; it clears the mark once the queue has drained below half of it.
 
 use crate::bindings::net::{erestartsys, etimedout, MsgHdr, PollCtx, Sock, SockFlag, WaitOutcome};
 use crate::bindings::raw;
+use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys::{self, poll};
-use crate::conn::Conn;
-use crate::message::{Incoming, IncomingHeader, Message, MsgKind};
-use crate::proto::RDS_RDMA_SUCCESS;
+use crate::cong::CongMap;
+use crate::conn::{Conn, RxVerdict};
+use crate::message::{Incoming, IncomingHeader, Payload, RxSlot};
 use crate::proto::{
-    cmsg_space, encode_sockaddr, monitor_mask, CongChange, RdmaNotify, SockAddr, Stat, PROBE_PORT,
-    RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS,
-    SOL_SOCKET,
+    cmsg_space, encode_sockaddr, monitor_mask, parse_frame, CongChange, FrameError, FrameKind,
+    RdmaNotify, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE,
+    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS, SOL_SOCKET,
 };
 use crate::send;
 use crate::socket::{Rds, RdsSocket, SockData};
@@ -43,144 +45,230 @@ const SO_TIMESTAMP_NEW: i32 = 63;
 /// `RDS_CMSG_RDMA_DEST`.
 const RDS_CMSG_RDMA_DEST: i32 = 2;
 
-/// The incoming message a transport hands to [`deliver`] for `msg`, which went over `conn`
-/// (allocated before anything happens, so that a shortage leaves everything to be retried).
-pub(crate) fn make_incoming(conn: &Conn, msg: &Message) -> Result<ListArc<Incoming>> {
-    let hdr = IncomingHeader {
-        saddr: conn.key.laddr,
-        daddr: conn.key.faddr,
-        sport: msg.sport,
-        dport: msg.dport,
-        seq: msg.seq(),
-        tos: conn.key.tos,
-        rdma_cookie: msg.rdma_cookie,
-        rdma_rkey: msg.op.as_ref().filter(|op| op.is_rdma()).map(|op| op.rkey),
-    };
-    Incoming::new(hdr, msg.data.clone())
+/// The context a frame is received in: process context (a transport that receives in a
+/// system call or a work item, such as loopback delivering inside the sender's `sendmsg`) or
+/// atomic context (softirq: completion handlers). In atomic context what needs process
+/// context (answering a ping, telling congestion monitors) is left to work items.
+#[derive(Clone, Copy)]
+pub(crate) enum RxCtx<'a> {
+    /// Process context: may sleep, no spinlock held.
+    Process(&'a ProcessCtx),
+    /// Softirq (or any atomic) context.
+    #[cfg_attr(
+        not(rds_test),
+        expect(
+            dead_code,
+            reason = "transports that receive in softirq context: loopback's test mode so far"
+        )
+    )]
+    Atomic,
 }
 
-/// A message arrived on `conn` (C: `rds_recv_incoming`): answers pings, and queues the
-/// message on the socket bound to its destination, or drops it. `kind` is what the sender
-/// built.
-pub(crate) fn deliver(conn: &Arc<Conn>, inc: ListArc<Incoming>, kind: MsgKind) {
-    if !conn.accept_seq(inc.seq, false) {
-        stats::inc(Stat::RecvDropOldSeq);
-        return;
+/// A frame arrived on `conn` (C: `rds_recv_incoming`, and the header handling of the
+/// transports' receive paths): `hdr` are the 48 header bytes as they came, `payload` what
+/// came with them, `slot` the memory for the incoming message. The header is validated
+/// ([`crate::proto::parse_frame`]) before anything else: a bad one is counted and reported
+/// to the caller, which drops the frame (and a network transport its connection); nothing
+/// of it is delivered. Then its `h_ack` settles what it acknowledges, and a data message is
+/// delivered: a ping answered, anything else queued on the socket bound to its destination
+/// (or dropped when there is none).
+pub(crate) fn incoming(
+    conn: &Arc<Conn>,
+    hdr: &[u8; HEADER_LEN],
+    payload: Arc<Payload>,
+    slot: RxSlot,
+    rx: RxCtx<'_>,
+) -> core::result::Result<(), FrameError> {
+    let frame = match parse_frame(hdr, Some(payload.len() as u64)) {
+        Ok(f) => f,
+        Err(e) => {
+            stats::inc(match e {
+                FrameError::Checksum => Stat::RecvDropBadChecksum,
+                _ => Stat::RsRecvDropBadHeader,
+            });
+            return Err(e);
+        }
+    };
+    conn.ack_received(frame.hdr.ack);
+    match frame.kind {
+        FrameKind::AckOnly => return Ok(()),
+        FrameKind::CongMap => {
+            let freed = conn.fcong.update_from(&payload);
+            conn.shared
+                .cong
+                .updated(&conn.shared, &conn.netcong, freed, None, rx);
+            return Ok(());
+        }
+        FrameKind::Data => {}
     }
-    if kind == MsgKind::Data && inc.dport == 0 && sys::ping_enabled() {
-        if inc.sport == 0 {
+    let h = frame.hdr;
+    if conn.rx_data(h.sequence, h.flags) == RxVerdict::Duplicate {
+        stats::inc(Stat::RecvDropOldSeq);
+        return Ok(());
+    }
+    if h.dport == 0 && sys::ping_enabled() {
+        if h.sport == 0 {
             // A ping from port 0 is not answered.
-            return;
+            return Ok(());
         }
         stats::inc(Stat::RecvPing);
-        // The pong goes back to the pinger, over the pinged side's connection to it.
-        let back = conn.shared.conns.get(
-            &conn.shared,
-            crate::conn::ConnKey {
-                net: conn.key.net,
-                laddr: inc.daddr,
-                faddr: inc.saddr,
-                tos: inc.tos,
-            },
-            conn.transport,
-        );
-        if let Ok(back) = back {
-            // A congested pinger gets no pong, as in C.
-            let _ = send::send_pong(&back, inc.sport);
+        match rx {
+            RxCtx::Process(ctx) => answer_ping(conn, h.sport, ctx),
+            RxCtx::Atomic => conn.defer_pong(h.sport),
         }
-        return;
+        return Ok(());
     }
-    if inc.dport == PROBE_PORT && inc.sport == 0 {
-        // A multipath handshake pong: loopback has one path only.
-        return;
+    if h.dport == PROBE_PORT && h.sport == 0 {
+        // A multipath handshake pong: rds-rs has one path only.
+        return Ok(());
     }
     let Some(sock) = conn.shared.binds.find(
         conn.key.net,
         SockAddr {
-            addr: inc.daddr,
-            port: inc.dport,
+            addr: conn.key.faddr,
+            port: h.dport,
             scope_id: 0,
         },
     ) else {
         stats::inc(Stat::RecvDropNoSock);
-        return;
+        return Ok(());
     };
     // The RDMA operation this message completes used one of the receiver's registrations:
     // a use-once registration is done with (C: `rds_recv_incoming_exthdrs`).
-    if let Some(rkey) = inc.rdma_rkey {
+    if let Some(rkey) = frame.rdma_rkey {
         sock.state().unuse_mr(rkey);
+        if let RxCtx::Process(ctx) = rx {
+            // Unpinned before the sender's call returns.
+            crate::bindings::sync::flush_deferred(ctx);
+        }
     }
+    let inc = slot.fill(
+        IncomingHeader {
+            saddr: conn.key.laddr,
+            daddr: conn.key.faddr,
+            sport: h.sport,
+            dport: h.dport,
+            seq: h.sequence,
+            tos: conn.key.tos,
+            rdma_cookie: frame
+                .rdma_dest
+                .map_or(0, |(k, o)| crate::proto::make_cookie(k, o)),
+        },
+        payload,
+    );
     if sock.flag(SockFlag::RcvTstamp) {
         inc.rx_tstamp
             .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
     }
     inc.rx_end
         .store(sys::local_clock_ns(), core::sync::atomic::Ordering::Relaxed);
-    sock.state().queue_incoming(&sock, inc);
+    sock.state().queue_incoming(&sock, inc, rx);
+    Ok(())
+}
+
+/// Answers a ping that arrived on `conn` from port `port` (C: `rds_send_pong`): the pong goes
+/// back to the pinger, over the pinged side's connection to it.
+pub(crate) fn answer_ping(conn: &Arc<Conn>, port: u16, ctx: &ProcessCtx) {
+    let back = conn.shared.conns.get(
+        &conn.shared,
+        crate::conn::ConnKey {
+            net: conn.key.net,
+            laddr: conn.key.faddr,
+            faddr: conn.key.laddr,
+            tos: conn.key.tos,
+        },
+        conn.transport,
+        ctx,
+    );
+    if let Ok(back) = back {
+        // A congested pinger gets no pong, as in C.
+        let _ = send::send_pong(&back, port);
+    }
+}
+
+/// A change of a socket's congestion bit, to announce once the socket's lock is dropped.
+pub(crate) struct CongNews {
+    /// Monitor bits of the port, if it became uncongested (else 0).
+    mask: u64,
+    /// The socket's local map.
+    map: Arc<CongMap>,
 }
 
 /// Applies a change of a socket's congestion state to its port's bit, under the socket's
 /// `data` lock, so that the bit always follows the socket's accounting (C: the second half of
-/// `rds_recv_rcvbuf_delta`, under `rs_recv_lock`). Returns the port mask to announce with
+/// `rds_recv_rcvbuf_delta`, under `rs_recv_lock`). Returns what to announce with
 /// [`RdsSocket::cong_updated`] once the lock is dropped, if the bit changed.
-fn apply_cong(d: &SockData, change: CongChange) -> Option<u64> {
+fn apply_cong(d: &SockData, change: CongChange) -> Option<CongNews> {
     let (map, port) = d.cong.as_ref()?;
-    match change {
-        CongChange::None => None,
+    let mask = match change {
+        CongChange::None => return None,
         CongChange::Congested => {
             map.set(*port);
-            Some(0)
+            0
         }
-        CongChange::Uncongested => map.clear(*port).then(|| monitor_mask(*port)),
-    }
+        CongChange::Uncongested => {
+            if !map.clear(*port) {
+                return None;
+            }
+            monitor_mask(*port)
+        }
+    };
+    Some(CongNews {
+        mask,
+        map: map.arc().clone(),
+    })
 }
 
 impl RdsSocket {
     /// Queues a message on the receive queue, unless the socket is closing (C: the locked part
     /// of `rds_recv_incoming`).
-    fn queue_incoming(&self, sock: &Sock<Rds>, inc: ListArc<Incoming>) {
+    fn queue_incoming(&self, sock: &Sock<Rds>, inc: ListArc<Incoming>, rx: RxCtx<'_>) {
         let len = inc.len;
+        let charge = inc.charge;
         let rcvbuf = sock.rcvbuf() / 2;
         let change = {
             let mut d = self.data.lock();
             if d.dead {
                 drop(d);
+                drop(inc);
                 stats::inc(Stat::RecvDropDeadSock);
                 return;
             }
             stats::inc(Stat::RecvQueued);
             stats::add(Stat::RecvBytesAddedToSock, u64::from(len));
-            let change = d.account.add(len, rcvbuf);
+            let change = d.account.add(charge, rcvbuf);
             d.recv_queue.push_back(inc);
             apply_cong(&d, change)
         };
-        self.cong_updated(change);
+        self.cong_updated(change, rx);
         sock.wake();
     }
 
     /// Tells the world that a port's congestion bit changed ([`apply_cong`]'s result): wakes
-    /// pollers, blocked senders and monitors. No lock held.
-    fn cong_updated(&self, portmask: Option<u64>) {
-        if let Some(mask) = portmask {
-            self.shared.cong.updated(mask);
+    /// pollers, blocked senders and monitors of the namespace. No lock held.
+    fn cong_updated(&self, news: Option<CongNews>, rx: RxCtx<'_>) {
+        if let Some(n) = news {
+            self.shared
+                .cong
+                .updated(&self.shared, &self.netcong, n.mask, Some(&n.map), rx);
         }
     }
 
     /// Empties the receive queue at close (C: `rds_clear_recv_queue` and
     /// `rds_cong_remove_socket`). The socket is already marked dead, so nothing new arrives.
-    pub(crate) fn clear_recv_queue(&self) {
-        let (queue, change) = {
+    pub(crate) fn clear_recv_queue(&self, ctx: &ProcessCtx) {
+        let (queue, change, cong) = {
             let mut d = self.data.lock();
             let queue = core::mem::replace(&mut d.recv_queue, kernel::list::List::new());
-            let bytes = d.account.bytes;
+            let bytes: u64 = queue.iter().map(|i| u64::from(i.len)).sum();
             d.account = Default::default();
             stats::add(Stat::RecvBytesFreedFromSock, bytes);
             let change = apply_cong(&d, CongChange::Uncongested);
-            d.cong = None;
-            (queue, change)
+            (queue, change, d.cong.take())
         };
         drop(queue);
-        self.cong_updated(change);
+        drop(cong);
+        self.cong_updated(change, RxCtx::Process(ctx));
     }
 
     /// Adds `portmask` to the congestion notifications of a monitoring socket for the ports it
@@ -245,7 +333,13 @@ impl RdsSocket {
 
     /// Removes `inc` if it is still at the head of the queue (C: `rds_still_queued`); with
     /// `keep`, only checks. Returns whether it was there.
-    fn still_queued(&self, sock: &Sock<Rds>, inc: &Arc<Incoming>, keep: bool) -> bool {
+    fn still_queued(
+        &self,
+        sock: &Sock<Rds>,
+        inc: &Arc<Incoming>,
+        keep: bool,
+        ctx: &ProcessCtx,
+    ) -> bool {
         let rcvbuf = sock.rcvbuf() / 2;
         let (taken, change) = {
             let mut d = self.data.lock();
@@ -261,11 +355,11 @@ impl RdsSocket {
             }
             let taken = d.recv_queue.pop_front();
             stats::add(Stat::RecvBytesFreedFromSock, u64::from(inc.len));
-            let change = d.account.remove(inc.len, rcvbuf);
+            let change = d.account.remove(inc.charge, rcvbuf);
             (taken, apply_cong(&d, change))
         };
         drop(taken);
-        self.cong_updated(change);
+        self.cong_updated(change, RxCtx::Process(ctx));
         true
     }
 }
@@ -276,6 +370,7 @@ pub(crate) fn recvmsg(
     msg: &mut MsgHdr<'_>,
     len: usize,
     flags: i32,
+    ctx: &ProcessCtx,
 ) -> Result<usize> {
     let s = sock.state();
     let mut timeo = sock.rcvtimeo(flags & MSG_DONTWAIT != 0);
@@ -310,14 +405,13 @@ pub(crate) fn recvmsg(
                 WaitOutcome::Interrupted => return Err(erestartsys()),
             }
         };
-        let data = inc.data.bytes();
-        let want = data.len().min(msg.data_left());
-        let copied = msg.copy_to_user(data.get(..want).unwrap_or(&[]));
+        let want = inc.data.len().min(msg.data_left());
+        let copied = inc.data.copy_to_user(msg, want);
         stats::add(Stat::CopyToUser, copied as u64);
         if copied != want {
             return Err(EFAULT);
         }
-        if !s.still_queued(sock, &inc, flags & MSG_PEEK != 0) {
+        if !s.still_queued(sock, &inc, flags & MSG_PEEK != 0, ctx) {
             // Someone else took it first: try the next one.
             stats::inc(Stat::RecvDeliverRaced);
             msg.revert(copied);
@@ -409,7 +503,7 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     if s.data.lock().seen_congestion {
         ctx.wait_on(s.shared.cong.waitq());
     }
-    let generation = s.shared.cong.generation();
+    let generation = s.netcong.generation();
     let sndbuf = u64::from(sock.sndbuf() / 2);
     let mut mask = 0;
     let mut d = s.data.lock();
@@ -436,9 +530,4 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
         mask |= poll::ERR;
     }
     mask
-}
-
-/// Settles the sender's side of a message that the loopback transport has handled.
-pub(crate) fn delivered(msg: &Message) {
-    send::complete(msg, RDS_RDMA_SUCCESS);
 }

@@ -6,29 +6,37 @@
 //! `rds_send_remove_from_sock`, `rds_send_drop_to`, `rds_send_pong`).
 //!
 //! `sendmsg` checks its arguments in C's order (flags, destination, binding, control
-//! messages, sizes), copies the payload into a [`Message`] (the caller owns its buffer again
-//! when `sendmsg` returns), waits out congestion at the destination port, charges the
-//! socket's send buffer, queues the message on the connection and drains the queue. Each
-//! message counts against its sender's send buffer until [`complete`] settles it: delivered
-//! (or dropped by the receiving side), cancelled, or dropped with its connection.
+//! messages, sizes), copies the payload into the pages of a [`Message`] (the caller owns its
+//! buffer again when `sendmsg` returns), waits out congestion at the destination port (at most
+//! the send timeout), only then pins the memory of an RDMA operation, charges the socket's
+//! send buffer (the payload and a per-message overhead), queues the message on the connection
+//! and drains the queue. Each message counts against its sender's send buffer until
+//! [`complete`] settles it: acknowledged by the peer, cancelled, or dropped with its
+//! connection; its operation completes earlier, when the transport is done with it
+//! ([`op_complete`]).
 
 use crate::bindings::net::{
     emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, user_writable, MsgHdr, Sock,
     SockFlag, WaitOutcome,
 };
 use crate::bindings::raw;
+use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, MessageParts, MsgKind, Owner, Payload};
+use crate::message::{Message, MessageParts, Owner, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_sg_too_big,
     scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, RdmaOp, SendRdma, Tracker};
-use crate::socket::{addr_error, Rds, RdsSocket, TransportKind};
+use crate::socket::{addr_error, Rds, RdsSocket, RDS_TRANS_TCP};
 use crate::stats;
+use crate::transport::Transport;
 use kernel::{
-    alloc::KVVec, list::List, prelude::*, rbtree::RBTreeNodeReservation, sync::Arc,
+    list::{List, ListArc},
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::Arc,
     uaccess::UserSlice,
 };
 
@@ -40,7 +48,12 @@ const MSG_CMSG_COMPAT: i32 = raw::MSG_CMSG_COMPAT as i32;
 const MSG_ZEROCOPY: i32 = raw::MSG_ZEROCOPY as i32;
 
 /// `sendmsg(2)` on an RDS socket.
-pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize> {
+pub(crate) fn sendmsg(
+    sock: &Sock<Rds>,
+    msg: &mut MsgHdr<'_>,
+    len: usize,
+    ctx: &ProcessCtx,
+) -> Result<usize> {
     let s = sock.state();
     let flags = msg.flags();
     if flags & !(MSG_DONTWAIT | MSG_CMSG_COMPAT | MSG_ZEROCOPY) != 0 {
@@ -64,7 +77,7 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
         return Err(emsgsize());
     }
     let zcopy = flags & MSG_ZEROCOPY != 0 && sock.flag(SockFlag::ZeroCopy);
-    if zcopy && route.transport != TransportKind::Tcp {
+    if zcopy && route.transport.kind() != RDS_TRANS_TCP {
         return Err(eopnotsupp());
     }
     // C's `rds_rm_size`: the walk that also reads and checks each RDMA_ARGS's local iovecs.
@@ -82,38 +95,66 @@ pub(crate) fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Res
         return Err(ENOMEM);
     }
 
-    let payload = Payload::new(msg.copy_payload(len)?)?;
+    let payload = Arc::new(Payload::from_user(msg, len)?, GFP_KERNEL_ACCOUNT)?;
     stats::add(Stat::CopyFromUser, len as u64);
-    let conn = s.conn_for(sock, &route)?;
+    let mut conn = s.conn_for(sock, &route, ctx)?;
+    // Congestion first: nothing is pinned or registered while a sender waits (bounded by
+    // the send timeout).
+    wait_uncongested(sock, &conn, route.dest.port, nonblock)?;
 
     // The RDMA control messages: pinning, registrations (C: `rds_cmsg_send`).
-    let mut rdma = if cmsgs.rdma_args + cmsgs.atomics + cmsgs.rdma_dest + cmsgs.rdma_map > 0
+    let has_rdma = cmsgs.rdma_args + cmsgs.atomics + cmsgs.rdma_dest + cmsgs.rdma_map > 0
         || cmsgs.zcopy_cookie
-        || cmsgs.rdma_id > 0
-    {
-        s.prepare_rdma(sock, control, vecs)?
+        || cmsgs.rdma_id > 0;
+    let mut rdma = if has_rdma {
+        s.prepare_rdma(sock, control, vecs, ctx)?
     } else {
         SendRdma::default()
     };
-    let res = queue_message(sock, &conn, &route, payload, &mut rdma, nonblock, sndbuf);
-    if res.is_err() {
-        s.undo_rdma(&mut rdma);
+    let mut m = match make_message(sock, &conn, &route, payload, &mut rdma) {
+        Ok(m) => m,
+        Err(e) => {
+            s.undo_rdma(&mut rdma, ctx);
+            return Err(e);
+        }
+    };
+    if let Err(e) = admit_message(sock, &route, &m, &rdma, nonblock, sndbuf) {
+        // Nothing was charged; the registration of an RDMA_MAP is undone.
+        s.undo_rdma(&mut rdma, ctx);
+        return Err(e);
     }
-    res.map(|()| len)
+    // The registration of an RDMA_MAP now belongs to the message's receiver.
+    rdma.mapped = None;
+    // A connection reaped (idle) since this send found it takes no message: the next one is
+    // made; one destroyed with its namespace is not replaced.
+    for _ in 0..3 {
+        match conn.enqueue(m) {
+            Ok(()) => {
+                stats::inc(Stat::SendQueued);
+                conn.xmit(ctx);
+                return Ok(len);
+            }
+            Err(back) => {
+                m = back;
+                match s.conn_for(sock, &route, ctx) {
+                    Ok(c) => conn = c,
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    complete(&m, RDS_RDMA_DROPPED);
+    Ok(len)
 }
 
-/// The part of `sendmsg` after the message's parts are ready: congestion, the send buffer,
-/// the operation's id, the queue.
-fn queue_message(
+/// Builds the message of a `sendmsg`.
+fn make_message(
     sock: &Sock<Rds>,
     conn: &Arc<Conn>,
     route: &Route,
     payload: Arc<Payload>,
     rdma: &mut SendRdma,
-    nonblock: bool,
-    sndbuf: u32,
-) -> Result {
-    let s = sock.state();
+) -> Result<ListArc<Message>> {
     if rdma.op.is_some() && conn.transport.mr_ops().is_none() {
         return Err(eopnotsupp());
     }
@@ -122,21 +163,35 @@ fn queue_message(
     if rdma.op.is_some() && rdma.id_addr != 0 && !user_writable(rdma.id_addr, 8) {
         return Err(EFAULT);
     }
-    let dest = (route.dest.addr, route.dest.port);
-    wait_uncongested(sock, conn, route.dest.port, nonblock)?;
+    Message::new(
+        MessageParts {
+            sport: route.bound.port,
+            dport: route.dest.port,
+            daddr: route.dest.addr,
+            data: payload,
+            owner: Some(sock.to_ref()),
+            op: rdma.op.take(),
+            notifier: rdma.notifier.take(),
+            rdma_cookie: rdma.cookie,
+            flags: 0,
+        },
+        GFP_KERNEL_ACCOUNT,
+    )
+}
 
-    let m = Message::new(MessageParts {
-        kind: MsgKind::Data,
-        sport: route.bound.port,
-        dport: route.dest.port,
-        daddr: route.dest.addr,
-        data: payload,
-        owner: Some(sock.to_ref()),
-        op: rdma.op.take(),
-        notifier: rdma.notifier.take(),
-        rdma_cookie: rdma.cookie,
-    })?;
-    let mlen = u64::from(m.len);
+/// Charges the message to the send buffer (waiting for room on a blocking socket) and gives
+/// its operation an id (C: `rds_send_queue_rm`).
+fn admit_message(
+    sock: &Sock<Rds>,
+    route: &Route,
+    m: &Message,
+    rdma: &SendRdma,
+    nonblock: bool,
+    sndbuf: u32,
+) -> Result {
+    let s = sock.state();
+    let dest = (route.dest.addr, route.dest.port);
+    let charge = u64::from(m.charge);
     let op: Option<&RdmaOp> = m.op.as_deref();
     let ack_required = loop {
         if op.is_some() {
@@ -144,7 +199,7 @@ fn queue_message(
         }
         let mut outcome = Admit::Full;
         let mut admit = || {
-            outcome = s.admit(mlen, sndbuf, op, dest);
+            outcome = s.admit(charge, sndbuf, op, dest);
             outcome != Admit::Full
         };
         if !admit() {
@@ -174,7 +229,7 @@ fn queue_message(
                 // The address was writable a moment ago (checked above) but no longer is: the
                 // operation never happens; its id completes at once (so no barrier waits for
                 // it), with no notification.
-                settle(&m, RDS_RDMA_CANCELED, false);
+                settle(m, RDS_RDMA_CANCELED, false);
                 return Err(e);
             }
         }
@@ -182,16 +237,6 @@ fn queue_message(
     if ack_required {
         m.set_ack_required();
     }
-    // The registration of an RDMA_MAP now belongs to the message's receiver.
-    rdma.mapped = None;
-    if let Err(m) = conn.enqueue(m) {
-        // The connection was destroyed meanwhile: the message goes as all its queued messages
-        // went, reported as dropped.
-        complete(&m, RDS_RDMA_DROPPED);
-        return Ok(());
-    }
-    stats::inc(Stat::SendQueued);
-    conn.xmit_and_reschedule();
     Ok(())
 }
 
@@ -215,7 +260,7 @@ pub(crate) struct Route {
     /// The type of service.
     pub(crate) tos: u8,
     /// The socket's transport.
-    pub(crate) transport: TransportKind,
+    pub(crate) transport: &'static dyn Transport,
     /// The socket's cached connection (of its last send).
     cached: Option<Arc<Conn>>,
 }
@@ -254,10 +299,11 @@ impl RdsSocket {
     }
 
     /// The connection for a route: the socket's cached one if it matches, else one from the
-    /// table, which is then cached (C: `rs_conn`).
-    fn conn_for(&self, sock: &Sock<Rds>, route: &Route) -> Result<Arc<Conn>> {
+    /// table (created and connected if needed), which is then cached (C: `rs_conn`).
+    fn conn_for(&self, sock: &Sock<Rds>, route: &Route, ctx: &ProcessCtx) -> Result<Arc<Conn>> {
         if let Some(c) = &route.cached {
-            if c.key.faddr == route.dest.addr && c.key.tos == route.tos && !c.is_dead() {
+            if c.key.faddr == route.dest.addr && c.key.tos == route.tos && !c.is_destroyed() {
+                c.connect_if_down(ctx);
                 return Ok(c.clone());
             }
         }
@@ -270,7 +316,7 @@ impl RdsSocket {
         let conn = self
             .shared
             .conns
-            .get(&self.shared, key, route.transport.transport())?;
+            .get(&self.shared, key, route.transport, ctx)?;
         let old = self.inner.lock().conn_cache.replace(conn.clone());
         drop(old);
         Ok(conn)
@@ -318,7 +364,8 @@ impl RdsSocket {
     }
 }
 
-/// Waits until `port` at the connection's destination is not congested (C: `rds_cong_wait`).
+/// Waits until `port` at the connection's destination is not congested (C: `rds_cong_wait`),
+/// at most for the socket's send timeout (`ETIMEDOUT`; C waits without bound).
 fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) -> Result {
     if !conn.fcong.test(port) {
         return Ok(());
@@ -338,25 +385,62 @@ fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) ->
     }
     stats::inc(Stat::CongSendBlocked);
     let waitq = s.shared.cong.waitq();
-    match waitq.wait(crate::bindings::net::Timeout::FOREVER, || {
-        !conn.fcong.test(port)
-    }) {
+    match waitq.wait(sock.sndtimeo(false), || !conn.fcong.test(port)) {
         WaitOutcome::Ready(_) => Ok(()),
-        WaitOutcome::TimedOut | WaitOutcome::Interrupted => {
+        WaitOutcome::TimedOut => {
+            s.data.lock().seen_congestion = true;
+            Err(etimedout())
+        }
+        WaitOutcome::Interrupted => {
             s.data.lock().seen_congestion = true;
             Err(erestartsys())
         }
     }
 }
 
+/// Whether a completion with `status` queues a notification for `op`: when the operation
+/// asked for one (`RDS_RDMA_NOTIFY_ME`), or when it failed (but was not cancelled) and the
+/// socket had `RDS_RECVERR` on, as in C.
+fn notification_due(op: &RdmaOp, status: i32) -> bool {
+    op.notify || (op.recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED)
+}
+
+/// The message's RDMA or atomic operation completed with `status` (any context; C:
+/// `rds_rdma_send_complete`): its id completes (raising the sender's high-water mark for the
+/// destination) and a notification is queued when due. Only the first completion of an
+/// operation counts; the message stays charged to its sender until it is settled
+/// ([`complete`]).
+pub(crate) fn op_complete(msg: &Message, status: i32) {
+    let Some(op) = msg.op.as_deref() else { return };
+    let woke = msg.with_owner(|o| {
+        if o.op_done {
+            return None;
+        }
+        o.op_done = true;
+        let sock = o.sock.as_ref()?;
+        let s = sock.state();
+        let mut d = s.data.lock();
+        d.trackers.complete(&(msg.daddr, msg.dport), op.id());
+        if notification_due(op, status) {
+            if let Some(n) = o.notifier.take() {
+                n.status
+                    .store(status, core::sync::atomic::Ordering::Relaxed);
+                d.notify_queue.push_back(n);
+            }
+        }
+        Some(sock.clone())
+    });
+    if let Some(sock) = woke {
+        sock.wake();
+        // The reference to the sender is dropped here, outside every lock.
+        drop(sock);
+    }
+}
+
 /// Settles a message with its sender, with the `RDS_RDMA_*` status of its operation: the
-/// bytes leave the sender's send buffer, the operation's id completes (raising the sender's
-/// high-water mark), a notification is queued when due, and the sender is woken (C:
-/// `rds_send_remove_from_sock`, `__rds_send_complete`). Only the first call for a message does
-/// anything.
-///
-/// A notification is due when the operation asked for one (`RDS_RDMA_NOTIFY_ME`), or when it
-/// failed (but was not cancelled) and the socket had `RDS_RECVERR` on, as in C.
+/// message leaves the sender's send buffer, its operation completes if it has not yet
+/// ([`op_complete`]), and the sender is woken (C: `rds_send_remove_from_sock`,
+/// `__rds_send_complete`). Only the first call for a message does anything. Any context.
 pub(crate) fn complete(msg: &Message, status: i32) {
     settle(msg, status, true);
 }
@@ -364,7 +448,11 @@ pub(crate) fn complete(msg: &Message, status: i32) {
 /// [`complete`], with notifications only when `notify` (a send refused after its operation
 /// was numbered is not a completion the caller needs to hear about).
 fn settle(msg: &Message, status: i32, notify: bool) {
-    let Owner { sock, notifier } = msg.take_owner();
+    let Owner {
+        sock,
+        notifier,
+        op_done,
+    } = msg.take_owner();
     let Some(sock) = sock else {
         drop(notifier);
         return;
@@ -374,20 +462,15 @@ fn settle(msg: &Message, status: i32, notify: bool) {
     }
     let unused = {
         let mut d = sock.state().data.lock();
-        d.snd_bytes = d.snd_bytes.saturating_sub(u64::from(msg.len));
+        d.snd_bytes = d.snd_bytes.saturating_sub(u64::from(msg.charge));
         if d.snd_bytes == 0 {
             stats::inc(Stat::SendQueueEmpty);
         }
         match &msg.op {
-            Some(op) => {
+            Some(op) if !op_done => {
                 d.trackers.complete(&(msg.daddr, msg.dport), op.id());
-                let due = notify
-                    && (op.notify
-                        || (op.recverr
-                            && status != RDS_RDMA_SUCCESS
-                            && status != RDS_RDMA_CANCELED));
                 match notifier {
-                    Some(n) if due => {
+                    Some(n) if notify && notification_due(op, status) => {
                         n.status
                             .store(status, core::sync::atomic::Ordering::Relaxed);
                         d.notify_queue.push_back(n);
@@ -396,7 +479,7 @@ fn settle(msg: &Message, status: i32, notify: bool) {
                     other => other,
                 }
             }
-            None => notifier,
+            _ => notifier,
         }
     };
     sock.wake();
@@ -405,8 +488,9 @@ fn settle(msg: &Message, status: i32, notify: bool) {
     drop(sock);
 }
 
-/// Drops the socket's messages that are still queued, to `dest` (address and port) or to
-/// anyone (C: `rds_send_drop_to`, for `RDS_CANCEL_SENT_TO` and close).
+/// Drops the socket's messages still on their connections (queued or unacknowledged), to
+/// `dest` (address and port) or to anyone (C: `rds_send_drop_to`, for `RDS_CANCEL_SENT_TO`
+/// and close).
 pub(crate) fn drop_to(sock: &Sock<Rds>, bound: Addr, dest: Option<(Addr, u16)>) {
     let s = sock.state();
     let mut dropped: List<Message> = List::new();
@@ -438,14 +522,16 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
         stats::inc(Stat::CongSendError);
         return Err(enobufs());
     }
-    let m = Message::new(MessageParts::plain(
-        MsgKind::Pong,
-        0,
-        dport,
-        conn.key.faddr,
-        Payload::new(KVVec::new())?,
-        None,
-    ))?;
+    let m = Message::new(
+        MessageParts::plain(
+            0,
+            dport,
+            conn.key.faddr,
+            Arc::new(Payload::empty(), GFP_KERNEL)?,
+            None,
+        ),
+        GFP_KERNEL,
+    )?;
     if conn.enqueue(m).is_err() {
         // The connection was destroyed meanwhile: no one is left to answer.
         return Ok(());

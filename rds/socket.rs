@@ -17,8 +17,9 @@ use crate::bindings::net::{
     FamilyTables, MsgHdr, NetId, OptOut, OptVal, PollCtx, Sock, SockFlag, SockRef, WaitOutcome,
     GETNAME_LEN, SOCK_SEQPACKET,
 };
-use crate::bindings::sys::{NetExit, OwnedQueue};
-use crate::cong::{CongMap, CongTable};
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork, NetExit, OwnedQueue};
+use crate::cong::{CongRef, CongTable, NetCong};
 use crate::conn::{Conn, ConnTable};
 use crate::message::Incoming;
 use crate::proto::{
@@ -26,20 +27,21 @@ use crate::proto::{
     parse_bind, parse_connect, parse_send_dest, AddrError, BarrierArgs, BarrierState, FreeMrArgs,
     GetMrArgs, GetMrForDestArgs, RecvAccount, SockAddr, BARRIER_ARGS_LEN, BARRIER_FLAGS,
     FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, RDS_BARRIER, RDS_RDMA_DONTWAIT,
-    RDS_RDMA_INVALIDATE, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
+    SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
 };
-use crate::rdma::{Mr, MrIndex, Notifier, Trackers};
-use crate::rds_loop::LOOPBACK;
+use crate::rdma::{Mr, Notifier, RdmaOwner, Trackers};
+use crate::rds_loop::{LoopState, LOOPBACK};
 use crate::transport::Transport;
 use crate::{info, recv, send};
 use kernel::{
     c_str,
     list::List,
-    new_mutex, new_spinlock,
+    new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, ArcBorrow, Mutex, SpinLock},
+    sync::{Arc, ArcBorrow, Mutex},
     uaccess::{UserPtr, UserSlice},
+    workqueue::Work,
 };
 
 /// `AF_RDS` from `include/linux/socket.h`.
@@ -68,7 +70,7 @@ const SO_TIMESTAMP_OLD: i32 = 29;
 /// `SO_TIMESTAMP_NEW`, accepted at level `SOL_RDS` too (as C does).
 const SO_TIMESTAMP_NEW: i32 = 63;
 /// `RDS_TRANS_TCP`; `RDS_TRANS_IB` is 0 and `RDS_TRANS_GAP` 1.
-const RDS_TRANS_TCP: i32 = 2;
+pub(crate) const RDS_TRANS_TCP: i32 = 2;
 /// `RDS_TRANS_COUNT`: transport numbers user space may ask for are below this.
 const RDS_TRANS_COUNT: i32 = 3;
 /// `RDS_TRANS_NONE` (`~0`): what `SO_RDS_TRANSPORT` reads on a socket with no transport.
@@ -82,31 +84,21 @@ const RX_TRACE_SO_LEN: usize = 4;
 /// `RDS_MSG_RX_DGRAM_TRACE_MAX`.
 const RX_TRACE_MAX: u8 = 3;
 
-/// The transports a socket can be attached to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TransportKind {
-    /// Loopback (`rds_loop`), for loopback addresses.
-    Loop,
-    /// TCP (not implemented yet; only named so that checks read as C's).
-    Tcp,
+/// The transports loaded: loopback only so far.
+fn transports() -> [&'static dyn Transport; 1] {
+    [&LOOPBACK]
 }
 
-impl TransportKind {
-    /// The transport's implementation.
-    pub(crate) fn transport(self) -> &'static dyn Transport {
-        match self {
-            // No TCP transport exists yet; sockets never get this kind (see `bind`).
-            TransportKind::Loop | TransportKind::Tcp => &LOOPBACK,
-        }
+/// The transport of a socket bound to `addr` (C: `rds_trans_get_preferred`): loopback for
+/// loopback addresses (C prefers it for every address a socket of the host can bind), else
+/// the first transport that serves the address.
+fn transport_for(net: NetId, addr: &SockAddr) -> Option<&'static dyn Transport> {
+    if addr.addr.is_loopback() {
+        return Some(&LOOPBACK);
     }
-
-    /// The number `getsockopt(SO_RDS_TRANSPORT)` reports (C's `t_type`).
-    fn number(self) -> i32 {
-        match self {
-            TransportKind::Loop => self.transport().kind(),
-            TransportKind::Tcp => RDS_TRANS_TCP,
-        }
-    }
+    transports()
+        .into_iter()
+        .find(|t| t.laddr_check(net, &addr.addr, addr.scope_id))
 }
 
 /// The RDS socket family.
@@ -127,64 +119,109 @@ pub(crate) struct Shared {
     /// Congestion maps and monitors.
     #[pin]
     pub(crate) cong: CongTable,
-    /// Memory registrations by r_key.
-    #[pin]
-    pub(crate) mrs: MrIndex,
+    /// The loopback transport's state (its model HCA).
+    pub(crate) lo: Arc<LoopState>,
     /// Every open socket, by identity (for `RDS_INFO_SOCKETS` and friends).
     #[pin]
     pub(crate) sockets: Mutex<RBTree<usize, SockRef<Rds>>>,
-    /// The workqueue connections drain their send queues on.
+    /// The workqueue of the connections' and the core's work items.
     pub(crate) wq: OwnedQueue,
+    /// The congestion work ([`crate::cong`]).
+    #[pin]
+    pub(crate) cong_work: Work<Shared, 0>,
+    /// The reaper of idle connections and unused congestion maps.
+    #[pin]
+    reap_work: DelayedWork<Shared>,
 }
+
+impl_delayed_work_item!(Shared, reap_work, Shared::reap);
 
 impl Shared {
     /// Creates the shared state of the family.
     pub(crate) fn new() -> Result<Arc<Self>> {
         let wq = OwnedQueue::new(c_str!("rds_rs"))?;
+        let lo = LoopState::new()?;
         Arc::pin_init(
             pin_init!(Self {
                 binds <- BindTable::new(),
                 conns <- ConnTable::new(),
                 cong <- CongTable::new(),
-                mrs <- MrIndex::new(),
+                lo,
                 sockets <- new_mutex!(RBTree::new(), "Shared::sockets"),
                 wq,
+                cong_work <- crate::cong::new_cong_work(),
+                reap_work <- DelayedWork::new(),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Whether some loaded transport carries congestion maps.
+    pub(crate) fn ships_cong_maps(&self) -> bool {
+        transports().into_iter().any(|t| t.sends_cong_maps())
+    }
+
+    /// Starts the reaper.
+    pub(crate) fn start_reaper(self: &Arc<Self>) {
+        DelayedWork::queue(&self.wq, self.clone(), sys::reap_interval());
+    }
+
+    /// Stops the reaper (module unload).
+    pub(crate) fn stop_reaper(self: &Arc<Self>, ctx: &ProcessCtx) {
+        DelayedWork::cancel(self, ctx);
+    }
+
+    /// The reaper (a delayed work that requeues itself): connections idle for the idle time
+    /// go, then congestion maps nobody uses.
+    fn reap(this: Arc<Self>, ctx: &ProcessCtx) {
+        let now = sys::jiffies();
+        let before = now.wrapping_sub(sys::conn_idle_jiffies());
+        this.conns.reap(before, ctx);
+        this.cong.reap();
+        let delay = sys::reap_interval();
+        let shared = this.clone();
+        DelayedWork::queue(&shared.wq, this, delay);
     }
 }
 
 impl NetExit for Shared {
     fn net_exit(&self, net: NetId) {
-        self.conns.net_exit(net);
+        let ctx = ProcessCtx::enter();
+        self.conns.net_exit(net, &ctx);
         self.cong.net_exit(net);
+        self.lo.net_exit(net);
     }
 }
 
 /// The state of one RDS socket.
 ///
-/// Lock order: `inner` before `data`; `data` is a leaf (nothing is taken inside it).
+/// Lock order: `inner` before `data`; `data` and `mrs` are leaves (nothing is taken inside
+/// them). Dropping the state never sleeps (it may happen in softirq context, when a message's
+/// reference to its sender is the last).
 #[pin_data]
 pub(crate) struct RdsSocket {
     /// The core's shared state.
     pub(crate) shared: Arc<Shared>,
+    /// The congestion events of the socket's namespace.
+    pub(crate) netcong: Arc<NetCong>,
+    /// What the socket's RDMA operations and registrations share with it.
+    pub(crate) rdma: RdmaOwner,
     /// Addressing and configuration (C: what `lock_sock` protects).
     #[pin]
     pub(crate) inner: Mutex<SockInner>,
-    /// The data path (C: `rs_lock` and `rs_recv_lock`).
+    /// The data path (C: `rs_lock` and `rs_recv_lock`); softirq context takes it too.
     #[pin]
-    pub(crate) data: SpinLock<SockData>,
-    /// The socket's memory registrations by r_key (C: `rs_rdma_keys`).
+    pub(crate) data: SpinLockBh<SockData>,
+    /// The socket's memory registrations by r_key (C: `rs_rdma_keys`); the receive path frees
+    /// use-once registrations from softirq context.
     #[pin]
-    pub(crate) mrs: Mutex<RBTree<u32, Arc<Mr>>>,
+    pub(crate) mrs: SpinLockBh<RBTree<u32, KBox<Mr>>>,
     /// The registry node, reserved at create and used once the socket exists.
     #[pin]
     registry_node: Mutex<Option<RBTreeNodeReservation<usize, SockRef<Rds>>>>,
 }
 
 /// The fields of [`RdsSocket`] protected by its mutex (C's `lock_sock`).
-#[derive(Default)]
 pub(crate) struct SockInner {
     /// The binding, once bound (C: `rs_bound_addr`, `rs_bound_port`).
     pub(crate) bound: Option<BindKey>,
@@ -194,11 +231,24 @@ pub(crate) struct SockInner {
     /// binding (C: `rs_bound_scope_id`).
     pub(crate) scope_id: u32,
     /// The transport, chosen at bind (C: `rs_transport`).
-    pub(crate) transport: Option<TransportKind>,
+    pub(crate) transport: Option<&'static dyn Transport>,
     /// The type of service (C: `rs_tos`); only a transport with a TOS map can set it.
     pub(crate) tos: u8,
     /// The connection of the last send (C: `rs_conn`).
     pub(crate) conn_cache: Option<Arc<Conn>>,
+}
+
+impl SockInner {
+    fn new() -> Self {
+        Self {
+            bound: None,
+            conn: None,
+            scope_id: 0,
+            transport: None,
+            tos: 0,
+            conn_cache: None,
+        }
+    }
 }
 
 /// The fields of [`RdsSocket`] protected by its spinlock.
@@ -230,7 +280,7 @@ pub(crate) struct SockData {
     /// The congestion generation `poll` last reported (C: `rs_cong_track`).
     pub(crate) cong_track: u64,
     /// The congestion map of the bound address and the bound port.
-    pub(crate) cong: Option<(Arc<CongMap>, u16)>,
+    pub(crate) cong: Option<(CongRef, u16)>,
     /// `SO_RDS_MSG_RXPATH_LATENCY`: how many trace points to report (C: `rs_rx_traces`).
     pub(crate) rx_traces: u8,
     /// Which trace points (C: `rs_rx_trace`).
@@ -289,6 +339,7 @@ impl Family for Rds {
 
     fn create(
         shared: ArcBorrow<'_, Shared>,
+        net: NetId,
         sock_type: i32,
         protocol: i32,
         _kern: bool,
@@ -296,20 +347,24 @@ impl Family for Rds {
         if sock_type != SOCK_SEQPACKET || protocol != 0 {
             return Err(esocktnosupport());
         }
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
+        let netcong = shared.cong.net(net)?;
+        let rdma = RdmaOwner::new()?;
         KBox::pin_init(
             pin_init!(RdsSocket {
                 shared: shared.into(),
-                inner <- new_mutex!(SockInner::default(), "RdsSocket::inner"),
-                data <- new_spinlock!(SockData::new(), "RdsSocket::data"),
-                mrs <- new_mutex!(RBTree::new(), "RdsSocket::mrs"),
+                netcong,
+                rdma,
+                inner <- new_mutex!(SockInner::new(), "RdsSocket::inner"),
+                data <- new_spinlock_bh!(SockData::new(), "RdsSocket::data"),
+                mrs <- new_spinlock_bh!(RBTree::new(), "RdsSocket::mrs"),
                 registry_node <- new_mutex!(Some(node), "RdsSocket::registry_node"),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 
-    fn created(sock: &Sock<Rds>) {
+    fn created(sock: &Sock<Rds>, _ctx: &ProcessCtx) {
         let s = sock.state();
         if let Some(node) = s.registry_node.lock().take() {
             let old = s
@@ -321,11 +376,11 @@ impl Family for Rds {
         }
     }
 
-    fn release(sock: &Sock<Rds>) {
+    fn release(sock: &Sock<Rds>, ctx: &ProcessCtx) {
         let s = sock.state();
         s.data.lock().dead = true;
-        s.clear_recv_queue();
-        s.shared.cong.remove_monitor(sock.id());
+        s.clear_recv_queue(ctx);
+        s.netcong.remove_monitor(sock.id());
         let (bound, cache) = {
             let mut inner = s.inner.lock();
             let bound = inner.bound.take();
@@ -338,14 +393,14 @@ impl Family for Rds {
         if let Some(key) = bound {
             send::drop_to(sock, key.addr.addr, None);
         }
-        s.drop_mrs();
+        s.drop_mrs(ctx);
         let notes = core::mem::replace(&mut s.data.lock().notify_queue, List::new());
         drop(notes);
         let me = s.shared.sockets.lock().remove(&sock.id());
         drop(me);
     }
 
-    fn bind(sock: &Sock<Rds>, addr: &[u8]) -> Result {
+    fn bind(sock: &Sock<Rds>, addr: &[u8], _ctx: &ProcessCtx) -> Result {
         let s = sock.state();
         let addr = parse_bind(addr).map_err(addr_error)?;
         let mut inner = s.inner.lock();
@@ -356,23 +411,25 @@ impl Family for Rds {
         // A connected socket binds only within the scope of its destination.
         check_bind_scope(addr.scope_id, inner.conn.is_some(), inner.scope_id)
             .map_err(addr_error)?;
-        // The transports: loopback serves loopback addresses (as C's rds_trans_get_preferred
-        // picks rds_loop for them); no other transport is loaded yet.
-        if !addr.addr.is_loopback() {
-            return Err(eaddrnotavail());
-        }
+        // The transport: the one `SO_RDS_TRANSPORT` chose, if it serves the address, else
+        // the preferred one (C: `rds_trans_get_preferred`).
+        let transport = match inner.transport {
+            Some(t) if t.laddr_check(sock.net(), &addr.addr, addr.scope_id) => t,
+            Some(_) => return Err(eaddrnotavail()),
+            None => transport_for(sock.net(), &addr).ok_or_else(eaddrnotavail)?,
+        };
         let map = s.shared.cong.get(sock.net(), addr.addr)?;
         let key = s.shared.binds.bind(sock.net(), addr, sock.to_ref())?;
         inner.bound = Some(key);
         inner.scope_id = addr.scope_id;
-        inner.transport = Some(TransportKind::Loop);
+        inner.transport = Some(transport);
         let mut d = s.data.lock();
         d.cong = Some((map, key.addr.port));
         d.scope_id = addr.scope_id;
         Ok(())
     }
 
-    fn connect(sock: &Sock<Rds>, addr: &[u8]) -> Result {
+    fn connect(sock: &Sock<Rds>, addr: &[u8], _ctx: &ProcessCtx) -> Result {
         let s = sock.state();
         let mut inner = s.inner.lock();
         let bound = inner.bound.map(|k| k.addr);
@@ -405,7 +462,13 @@ impl Family for Rds {
         len.ok_or(EINVAL)
     }
 
-    fn setsockopt(sock: &Sock<Rds>, level: i32, optname: i32, val: &OptVal) -> Result {
+    fn setsockopt(
+        sock: &Sock<Rds>,
+        level: i32,
+        optname: i32,
+        val: &OptVal,
+        ctx: &ProcessCtx,
+    ) -> Result {
         let s = sock.state();
         if level != SOL_RDS {
             return Err(enoprotoopt());
@@ -419,7 +482,7 @@ impl Family for Rds {
                 let mut raw = [0u8; GET_MR_ARGS_LEN];
                 val.read_bytes(&mut raw)?;
                 let args = GetMrArgs::decode(&raw).ok_or(EINVAL)?;
-                s.get_mr(sock, &args).map(|_| ())
+                s.get_mr(sock, &args, ctx).map(|_| ())
             }
             RDS_GET_MR_FOR_DEST => {
                 if val.len() != GET_MR_FOR_DEST_ARGS_LEN {
@@ -429,7 +492,7 @@ impl Family for Rds {
                 val.read_bytes(&mut raw)?;
                 let args = GetMrForDestArgs::decode(&raw).ok_or(EINVAL)?;
                 // As in C, the destination is not used: a registration serves every peer.
-                s.get_mr(sock, &args.as_get_mr_args()).map(|_| ())
+                s.get_mr(sock, &args.as_get_mr_args(), ctx).map(|_| ())
             }
             RDS_FREE_MR => {
                 if val.len() != FREE_MR_ARGS_LEN {
@@ -439,12 +502,11 @@ impl Family for Rds {
                 val.read_bytes(&mut raw)?;
                 let args = FreeMrArgs::decode(&raw).ok_or(EINVAL)?;
                 if args.cookie == 0 {
-                    return s.flush_mrs();
+                    return s.flush_mrs(ctx);
                 }
-                s.free_mr(
-                    cookie_key(args.cookie),
-                    args.flags & RDS_RDMA_INVALIDATE != 0,
-                )
+                // Every free revokes the registration at once (`RDS_RDMA_INVALIDATE` or not):
+                // rds-rs keeps no pool of mapped registrations.
+                s.free_mr(cookie_key(args.cookie), ctx)
             }
             RDS_BARRIER => barrier(sock, val),
             RDS_RECVERR => {
@@ -455,10 +517,10 @@ impl Family for Rds {
             RDS_CONG_MONITOR => {
                 let on = read_bool(val)?;
                 if on {
-                    s.shared.cong.add_monitor(sock.to_ref())?;
+                    s.netcong.add_monitor(sock.to_ref())?;
                     s.data.lock().cong_monitor = true;
                 } else {
-                    s.shared.cong.remove_monitor(sock.id());
+                    s.netcong.remove_monitor(sock.id());
                     let mut d = s.data.lock();
                     d.cong_monitor = false;
                     d.cong_mask = 0;
@@ -467,7 +529,7 @@ impl Family for Rds {
                 Ok(())
             }
             SO_RDS_TRANSPORT => {
-                let inner = s.inner.lock();
+                let mut inner = s.inner.lock();
                 if inner.transport.is_some() {
                     return Err(eopnotsupp());
                 }
@@ -482,8 +544,13 @@ impl Family for Rds {
                 if t != RDS_TRANS_TCP && sock.net() != NetId::init() {
                     return Err(eprototype());
                 }
-                // No IB or TCP transport is loaded in rds_rs yet (C: rds_trans_get fails).
-                Err(enoprotoopt())
+                // C: rds_trans_get; rds-rs has no IB or TCP transport yet.
+                let t = transports()
+                    .into_iter()
+                    .find(|tr| tr.kind() == t)
+                    .ok_or_else(enoprotoopt)?;
+                inner.transport = Some(t);
+                Ok(())
             }
             SO_TIMESTAMP_OLD | SO_TIMESTAMP_NEW => {
                 // C: rds_enable_recvtstamp (note the EFAULT for a wrong length).
@@ -491,11 +558,12 @@ impl Family for Rds {
                     return Err(EFAULT);
                 }
                 let on = val.read_int()? != 0;
-                let _inner = s.inner.lock();
+                // `sk_flags` changes under the socket lock, as the socket layer's own do.
+                let locked = sock.lock_sock(ctx);
                 if optname == SO_TIMESTAMP_NEW {
-                    sock.set_flag(SockFlag::TstampNew, true);
+                    sock.set_flag(&locked, SockFlag::TstampNew, true);
                 }
-                sock.set_flag(SockFlag::RcvTstamp, on);
+                sock.set_flag(&locked, SockFlag::RcvTstamp, on);
                 Ok(())
             }
             SO_RDS_MSG_RXPATH_LATENCY => {
@@ -523,7 +591,13 @@ impl Family for Rds {
         }
     }
 
-    fn getsockopt(sock: &Sock<Rds>, level: i32, optname: i32, out: &OptOut) -> Result<i32> {
+    fn getsockopt(
+        sock: &Sock<Rds>,
+        level: i32,
+        optname: i32,
+        out: &OptOut,
+        _ctx: &ProcessCtx,
+    ) -> Result<i32> {
         let s = sock.state();
         if level != SOL_RDS {
             return Err(enoprotoopt());
@@ -538,7 +612,7 @@ impl Family for Rds {
                 .inner
                 .lock()
                 .transport
-                .map_or(RDS_TRANS_NONE, TransportKind::number),
+                .map_or(RDS_TRANS_NONE, |t| t.kind()),
             _ => return Err(enoprotoopt()),
         };
         // C compares the signed length with a `size_t`: a negative length passes.
@@ -549,7 +623,7 @@ impl Family for Rds {
         Ok(0)
     }
 
-    fn ioctl(sock: &Sock<Rds>, cmd: u32, arg: UserPtr) -> Result {
+    fn ioctl(sock: &Sock<Rds>, cmd: u32, arg: UserPtr, _ctx: &ProcessCtx) -> Result {
         match cmd {
             SIOCRDSSETTOS => {
                 let _tos: u8 = UserSlice::new(arg, 1).reader().read()?;
@@ -565,12 +639,23 @@ impl Family for Rds {
         }
     }
 
-    fn sendmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize) -> Result<usize> {
-        send::sendmsg(sock, msg, len)
+    fn sendmsg(
+        sock: &Sock<Rds>,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        ctx: &ProcessCtx,
+    ) -> Result<usize> {
+        send::sendmsg(sock, msg, len, ctx)
     }
 
-    fn recvmsg(sock: &Sock<Rds>, msg: &mut MsgHdr<'_>, len: usize, flags: i32) -> Result<usize> {
-        recv::recvmsg(sock, msg, len, flags)
+    fn recvmsg(
+        sock: &Sock<Rds>,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        flags: i32,
+        ctx: &ProcessCtx,
+    ) -> Result<usize> {
+        recv::recvmsg(sock, msg, len, flags, ctx)
     }
 
     fn poll(sock: &Sock<Rds>, poll: &PollCtx<'_>) -> u32 {
@@ -652,4 +737,28 @@ fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
         UserSlice::new(addr, 8).writer().write(&mark)?;
     }
     result
+}
+
+/// The test build's hooks act on the shared state.
+#[cfg(rds_test)]
+pub(crate) struct Hooks(pub(crate) Arc<Shared>);
+
+#[cfg(rds_test)]
+impl crate::bindings::testhooks::TestTarget for Hooks {
+    fn softirq_run(&self) {
+        self.0.lo.softirq_run();
+    }
+
+    fn reset_all(&self, _ctx: &ProcessCtx) -> Result {
+        self.0.conns.reset_all();
+        Ok(())
+    }
+
+    fn inject(&self, frame: &[u8], ctx: &ProcessCtx) -> Result {
+        self.0.lo.inject(&self.0, NetId::init(), frame, ctx)
+    }
+
+    fn kunit(&self, case: u32, ctx: &ProcessCtx) -> i32 {
+        crate::kunit::run_on_shared(&self.0, case, ctx)
+    }
 }

@@ -904,8 +904,12 @@ macro_rules! stats {
     };
 }
 
-/// The number of RDS statistics counters (`ARRAY_SIZE(rds_stat_names)`).
-pub const STAT_COUNT: usize = 36;
+/// The number of RDS statistics counters: C's and rds-rs's.
+pub const STAT_COUNT: usize = 44;
+
+/// How many of the counters are C's (`ARRAY_SIZE(rds_stat_names)`); rds-rs's own follow
+/// them, as C appends its transports' counters.
+pub const C_STAT_COUNT: usize = 36;
 
 stats! {
     /// `s_conn_reset`.
@@ -982,6 +986,26 @@ stats! {
     RecvBytesFreedFromSock => "recv_bytes_freed_fromsock",
     /// `s_send_stuck_rm`.
     SendStuckRm => "send_stuck_rm",
+    /// rds-rs: frames dropped for a malformed header other than its checksum (length,
+    /// congestion-map shape, extension headers); see `parse_frame`.
+    RsRecvDropBadHeader => "rs_recv_drop_bad_header",
+    /// rds-rs: messages sent again after a connection reset (`RDS_FLAG_RETRANSMITTED`).
+    RsSendRetransmitted => "rs_send_retransmitted",
+    /// rds-rs: messages with an RDMA or atomic operation dropped at a reset
+    /// (`RDS_RDMA_DROPPED`), never resent.
+    RsSendOpDropped => "rs_send_op_dropped",
+    /// rds-rs: idle connections reaped.
+    RsConnReaped => "rs_conn_reaped",
+    /// rds-rs: unused congestion maps reaped.
+    RsCongMapReaped => "rs_cong_map_reaped",
+    /// rds-rs: RDMA and atomic operations whose r_key lookup failed.
+    RsRdmaLookupFailed => "rs_rdma_lookup_failed",
+    /// rds-rs: operations failed without a lookup, their socket being over its rate of
+    /// failed lookups.
+    RsRdmaLookupLimited => "rs_rdma_lookup_limited",
+    /// rds-rs: sends refused because the socket has too many completion notifications
+    /// outstanding.
+    RsNotifyLimit => "rs_notify_limit",
 }
 
 impl Stat {

@@ -88,7 +88,7 @@ pub use header::{
 };
 pub use info::{
     check_info_request, decode_counter, encode_counter, info_outcome, is_info_option, ConnInfo,
-    InfoError, InfoOutcome, MsgInfo, RdmaConnInfo, SockInfo, Stat, TcpSockInfo,
+    InfoError, InfoOutcome, MsgInfo, RdmaConnInfo, SockInfo, Stat, TcpSockInfo, C_STAT_COUNT,
     INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN, INFO6_SOCKET_LEN,
     INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN,
     INFO_MAX_LEN, INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
