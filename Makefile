@@ -23,9 +23,9 @@ test:
 setup:
 	@bash scripts/setup.sh
 
-# The debug kernel and rds_rs.ko for it (what `make test` uses).
+# The debug kernel and the test build of rds_rs.ko for it (what `make test` loads).
 module: setup
-	@bash scripts/module.sh "$$(bash scripts/kernel.sh debug)"
+	@bash scripts/module.sh "$$(bash scripts/kernel.sh debug)" test
 
 fmt:
 	cargo fmt --all

@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # Build rds_rs.ko for a kernel build directory.
-#   scripts/module.sh KDIR     -> prints the path of rds_rs.ko on stdout
-# The module is built in target/kmod/<kernel build name>/ (a copy of the module sources), so
-# builds for the plain and the debug kernel do not overwrite each other. Bindings are generated
-# again whenever the kernel or the binding inputs change. Any compiler warning fails the build.
+#   scripts/module.sh KDIR [test]  -> prints the path of rds_rs.ko on stdout
+# Without `test`, the build users get; with it, the test build (KUnit suite and test hooks
+# compiled in, see Kbuild), which `make test` loads. Each is built in
+# target/kmod/<kernel build name>[-test]/ (a copy of the module sources), so builds for the
+# plain and the debug kernel, and the two variants, do not overwrite each other. Bindings are
+# generated again whenever the kernel or the binding inputs change. Any compiler warning fails
+# the build.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
-kdir=${1:?usage: module.sh KDIR}
+kdir=${1:?usage: module.sh KDIR [test]}
+variant=${2:-}
+testflag=(); suffix=
+case "$variant" in
+  test) testflag=(RDS_RS_TEST=1); suffix=-test ;;
+  '') ;;
+  *) die "unknown module variant '$variant' (test or nothing)" ;;
+esac
 [ -f "$kdir/.rds-rs-done" ] || die "$kdir is not a finished kernel build"
 llvm=(); grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/.config" && llvm=(LLVM=1)
 
-dest=$top/target/kmod/$(basename "$kdir")
+dest=$top/target/kmod/$(basename "$kdir")$suffix
 mkdir -p "$dest"
 rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
   --exclude '*.mod*' --exclude 'modules.order' --exclude 'Module.symvers' --exclude '*.d' \
@@ -21,7 +31,7 @@ rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --excl
   "$top/" "$dest/"
 
 gen=$dest/bindings/generated
-key=$( { echo "$kdir"; cat "$kdir/.rds-rs-key"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h"; } | sha256sum | cut -c1-16)
+key=$( { echo "$kdir"; cat "$kdir/.rds-rs-key"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h" "$top/bindings/testhooks.h"; } | sha256sum | cut -c1-16)
 if [ "$(cat "$gen/.key" 2>/dev/null)" != "$key" ]; then
   step "generating bindings for $(basename "$kdir")"
   rm -rf "$gen"
@@ -30,8 +40,8 @@ if [ "$(cat "$gen/.key" 2>/dev/null)" != "$key" ]; then
   echo "$key" > "$gen/.key"
 fi
 
-step "building rds_rs.ko for $(basename "$kdir")"
-if ! make -C "$kdir" M="$dest" "${llvm[@]}" RUSTC="$KRUSTC" BINDGEN="$BINDGEN" -j"$JOBS" modules \
+step "building rds_rs.ko for $(basename "$kdir")${variant:+ ($variant build)}"
+if ! make -C "$kdir" M="$dest" "${llvm[@]}" "${testflag[@]}" RUSTC="$KRUSTC" BINDGEN="$BINDGEN" -j"$JOBS" modules \
     > "$dest/build.log" 2>&1; then
   cat "$dest/build.log" >&2; die "module build failed"
 fi
