@@ -16,7 +16,8 @@
 use crate::poll::ev_names;
 use crate::rdma::{Hold, LOOP_HOLD};
 use crate::util::{
-    bound, err_name, in_new_netns, ip_obs, pattern, res_obs, v4, v6_lo, wait_msg_for, Counters,
+    bound, err_name, in_new_netns, ip_obs, pattern, res_obs, rs_admitted, v4, v6_lo, wait_msg_for,
+    Counters, RS_MSG_OVERHEAD,
     ARRIVAL,
 };
 use crate::Report;
@@ -156,7 +157,7 @@ fn sndbuf_full(r: &mut Report) -> Result<(), String> {
     r.expect("queued_small_sndbuf", &sk_sndbuf.to_string(), "8192");
     // Admitted while the bytes queued are below sk_sndbuf / 2: the last one may overshoot.
     let limit = (sk_sndbuf / 2) as usize;
-    let want = limit.div_ceil(LEN);
+    let want = rs_admitted(limit, LEN);
     let mut book = Book::default();
     let flush = book.add("flush", 5);
 
@@ -275,7 +276,8 @@ fn sndbuf_full(r: &mut Report) -> Result<(), String> {
 /// is cancelled; the same port at another address and another port at the same address are
 /// not.
 fn cancel_sent_to(r: &mut Report) -> Result<(), String> {
-    const LEN: usize = 512;
+    // 8 messages of 512 bytes charged (payload and overhead) fill a 4096-byte buffer exactly.
+    const LEN: usize = 512 - RS_MSG_OVERHEAD;
     let (a_addr, b_addr, c_addr) = (v4(LO, 4811), v4(LO, 4812), v4(LO2, 4811));
     let ra = bound(a_addr)?;
     let rb = bound(b_addr)?;
@@ -296,7 +298,6 @@ fn cancel_sent_to(r: &mut Report) -> Result<(), String> {
     ];
     {
         let _hold = Hold::on()?;
-        // 8 x 512 bytes fill a 4096-byte buffer exactly.
         let mut sent = Vec::new();
         for (label, dest) in plan {
             let p = book.add(label, LEN);
@@ -575,7 +576,10 @@ fn close_with_queued(r: &mut Report) -> Result<(), String> {
         r.expect(
             "queued_close_receiver_setup",
             &format!("accepted={n} stop={stop} pollout={}", pollout(&t)),
-            "accepted=5 stop=EAGAIN pollout=none",
+            &format!(
+                "accepted={} stop=EAGAIN pollout=none",
+                rs_admitted(4096, 1000)
+            ),
         );
     }
     let kick = res_obs(&y.send_to(&flush, rx_addr));
@@ -589,7 +593,10 @@ fn close_with_queued(r: &mut Report) -> Result<(), String> {
             pollout(&t),
             queued_from(&t, &[4833])
         ),
-        "kick=OK rx=flush dropped=+5 pollout=OUT queued=0",
+        &format!(
+            "kick=OK rx=flush dropped=+{} pollout=OUT queued=0",
+            rs_admitted(4096, 1000)
+        ),
     );
     Ok(())
 }

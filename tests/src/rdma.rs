@@ -49,14 +49,16 @@ impl Drop for Hold {
     }
 }
 
-/// `VmLck` of this process in kB: rds_rs charges registrations to the locked memory of the
-/// registering task, so this shows registrations that exist (the tests lock nothing else).
-pub(crate) fn vmlck_kb() -> i64 {
+/// `VmPin` of this process in kB: rds_rs charges registrations to the pinned memory of the
+/// socket's creator (its `RLIMIT_MEMLOCK` account and its mm's `pinned_vm`, as io_uring
+/// does), so this shows the registrations of sockets this process created (the tests pin
+/// nothing else).
+pub(crate) fn vmpin_kb() -> i64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmLck:"))
+                .find(|l| l.starts_with("VmPin:"))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
@@ -400,7 +402,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
         },
         "present",
     );
-    let lck0 = vmlck_kb();
+    let lck0 = vmpin_kb();
     let mut e = Env::new(v4(LO, 4600), v4(LO, 4601))?;
     transfers(r, &mut e)?;
     remote_offsets(r, &mut e)?;
@@ -414,8 +416,8 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     crate::rdma_bad::run(r, &mut e)?;
     drop(e);
     r.expect(
-        "vmlck_after_close",
-        &format!("{:+}", vmlck_kb() - lck0),
+        "vmpin_after_close",
+        &format!("{:+}", vmpin_kb() - lck0),
         "+0",
     );
     Ok(())
@@ -532,14 +534,16 @@ fn remote_offsets(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let cookie =
         e.c.get_mr(cmem.at(base), len as u64, RDS_RDMA_READWRITE)
             .map_err(|err| format!("GET_MR: {err}"))?;
+    // The cookie's offset is the registration's zero-based address of the first byte: the
+    // loopback device's random page-aligned base plus the page offset (C: the page offset).
     r.expect(
-        "cookie_offset_is_page_offset",
+        "cookie_offset_keeps_page_offset",
         &format!(
-            "offset={} key_nonzero={}",
-            librds::rdma::cookie_offset(cookie),
+            "pgoff={} key_nonzero={}",
+            librds::rdma::cookie_offset(cookie) % 4096,
             librds::rdma::cookie_key(cookie) != 0
         ),
-        "offset=7 key_nonzero=true",
+        "pgoff=7 key_nonzero=true",
     );
     // (name, remote addr, remote bytes, local bytes, write)
     let cases: [(&str, u64, u64, usize, bool); 5] = [
@@ -598,7 +602,7 @@ fn remote_offsets(r: &mut Report, e: &mut Env) -> Result<(), String> {
 fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
     let smem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
-    let lck0 = vmlck_kb();
+    let lck0 = vmpin_kb();
 
     // RDMA_MAP: the client registers with its message to the server.
     cmem.fill(0xEE);
@@ -639,8 +643,8 @@ fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     r.expect(
         "rdma_map_registers",
-        &format!("vmlck={:+}", vmlck_kb() - lck0),
-        "vmlck=+8",
+        &format!("vmpin={:+}", vmpin_kb() - lck0),
+        "vmpin=+8",
     );
     // The server writes into the client's buffer with the cookie it received.
     let data = pattern(300, 77);
@@ -676,8 +680,8 @@ fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     r.expect(
         "rdma_map_freed",
-        &format!("vmlck={:+}", vmlck_kb() - lck0),
-        "vmlck=+0",
+        &format!("vmpin={:+}", vmpin_kb() - lck0),
+        "vmpin=+0",
     );
 
     // RDMA_MAP with cookie_addr 0: the receiver still gets the cookie.
@@ -693,7 +697,7 @@ fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let sent = send_ctl(&e.c, &e.sa, b"map0", &c, 0);
     let obs = match (&sent, recv_msg(&e.s)) {
         (Ok(_), Ok((_, Some(d)))) => {
-            let key_ok = librds::rdma::cookie_key(d) != 0 && librds::rdma::cookie_offset(d) == 8;
+            let key_ok = librds::rdma::cookie_key(d) != 0 && librds::rdma::cookie_offset(d) % 4096 == 8;
             let freed = res_obs(&e.c.free_mr(d, 0));
             format!(
                 "OK cookie={} free={freed}",
@@ -1080,22 +1084,22 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
     let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
     smem.fill(0x42);
-    let lck0 = vmlck_kb();
+    let lck0 = vmpin_kb();
 
     // Locked memory: a registration of 2 pages (an odd start spanning a page boundary).
     let c1 = e.c.get_mr(cmem.at(4000), 200, RDS_RDMA_READWRITE);
     r.expect(
         "get_mr_charges_locked_memory",
-        &format!("{} vmlck={:+}", res_obs(&c1), vmlck_kb() - lck0),
-        "OK vmlck=+8",
+        &format!("{} vmpin={:+}", res_obs(&c1), vmpin_kb() - lck0),
+        "OK vmpin=+8",
     );
     if let Ok(c) = c1 {
         r.expect("free_mr", &res_obs(&e.c.free_mr(c, 0)), "OK");
     }
     r.expect(
         "free_mr_uncharges",
-        &format!("vmlck={:+}", vmlck_kb() - lck0),
-        "vmlck=+0",
+        &format!("vmpin={:+}", vmpin_kb() - lck0),
+        "vmpin=+0",
     );
 
     // Use-once: freed when the message of the first RDMA arrives.
@@ -1125,8 +1129,8 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     r.expect(
         "use_once_uncharged",
-        &format!("vmlck={:+}", vmlck_kb() - lck0),
-        "vmlck=+0",
+        &format!("vmpin={:+}", vmpin_kb() - lck0),
+        "vmpin=+0",
     );
     // A use-once registration survives an operation that failed (no message arrived).
     let once =
@@ -1273,20 +1277,20 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     r.expect(
         "registrations_all_freed",
-        &format!("vmlck={:+}", vmlck_kb() - lck0),
-        "vmlck=+0",
+        &format!("vmpin={:+}", vmpin_kb() - lck0),
+        "vmpin=+0",
     );
     // Locked memory: RLIMIT_MEMLOCK applies without CAP_IPC_LOCK; a limit of 0 means the
     // task may not lock memory at all (EPERM, after the wrap check, before the others).
     let lmem = RdmaMem::new(16 * 4096).map_err(|e| format!("mmap: {e}"))?;
-    let base_kb = u64::try_from(vmlck_kb()).unwrap_or(0);
+    let base_kb = u64::try_from(vmpin_kb()).unwrap_or(0);
     let old = set_memlock((base_kb + 64) * 1024)?;
     let c = &e.c;
     let limited = without_cap_ipc_lock(|| {
         let first = c.get_mr(lmem.at(0), 8 * 4096, 0);
         let within = c.get_mr(lmem.at(8 * 4096), 8 * 4096, 0);
         let over = c.get_mr(lmem.at(0), 4096, 0);
-        let over_vm = vmlck_kb() - lck0;
+        let over_vm = vmpin_kb() - lck0;
         let mut freed = String::new();
         for k in [&first, &within, &over].into_iter().flatten() {
             freed.push_str(&res_obs(&c.free_mr(*k, 0)));
@@ -1296,7 +1300,7 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
             let _ = c.free_mr(*k, 0);
         }
         format!(
-            "first={} within={} over={} vmlck={over_vm:+} freed={freed} again={}",
+            "first={} within={} over={} vmpin={over_vm:+} freed={freed} again={}",
             res_obs(&first),
             res_obs(&within),
             res_obs(&over),
@@ -1322,7 +1326,7 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "rlimit_memlock_charged",
         &limited.unwrap_or_else(|e| e.replace(':', "")),
-        "first=OK within=OK over=ENOMEM vmlck=+64 freed=OKOK again=OK",
+        "first=OK within=OK over=ENOMEM vmpin=+64 freed=OKOK again=OK",
     );
     r.expect(
         "rlimit_memlock_0_no_cap",
@@ -1335,11 +1339,11 @@ fn registrations(r: &mut Report, e: &mut Env) -> Result<(), String> {
     for i in 0..3 {
         let _ = x.get_mr(cmem.at(i * 4096), 4096, 0);
     }
-    let during = vmlck_kb() - lck0;
+    let during = vmpin_kb() - lck0;
     drop(x);
     r.expect(
         "close_frees_registrations",
-        &format!("during={during:+} after={:+}", vmlck_kb() - lck0),
+        &format!("during={during:+} after={:+}", vmpin_kb() - lck0),
         "during=+12 after=+0",
     );
     Ok(())

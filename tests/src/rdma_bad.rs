@@ -1,5 +1,5 @@
 //! Bad input to the RDMA API, each with its errno and no side effect: nothing registered
-//! (`VmLck` unchanged), nothing delivered, no notification, and a good operation still
+//! (`VmPin` unchanged), nothing delivered, no notification, and a good operation still
 //! works afterwards. Part of `rds-tests rdma` (rds_rs only).
 //!
 //! A failure the remote side finds (a registration that does not exist or a range outside
@@ -7,7 +7,7 @@
 //! its message is not delivered.
 
 use crate::rdma::{
-    atomic_op, big, got, leftovers, nothing_or, one_note, rdma_op, same, send_ctl, vmlck_kb,
+    atomic_op, big, got, leftovers, nothing_or, one_note, rdma_op, same, send_ctl, vmpin_kb,
     write_into, Env, Op, LO,
 };
 use crate::util::{fresh, in_new_netns, res_obs, v4};
@@ -22,9 +22,9 @@ use librds::{
 };
 use std::time::Duration;
 
-/// `ERRNO vmlck=+N`: a registration call's result and the change of locked memory.
+/// `ERRNO vmpin=+N`: a registration call's result and the change of locked memory.
 fn reg_obs<T>(res: &std::io::Result<T>, lck0: i64) -> String {
-    format!("{} vmlck={:+}", res_obs(res), vmlck_kb() - lck0)
+    format!("{} vmpin={:+}", res_obs(res), vmpin_kb() - lck0)
 }
 
 pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
@@ -37,14 +37,14 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let (fa, ra) = (fault.addr() as u64, ro.addr() as u64);
     cmem.fill(0xEE);
     smem.fill(0x33);
-    let lck0 = vmlck_kb();
+    let lck0 = vmpin_kb();
 
     // RDS_GET_MR.
     let unbound = fresh()?;
     r.expect(
         "get_mr_unbound",
         &reg_obs(&unbound.get_mr(cmem.at(0), 4096, 0), lck0),
-        "ENOTCONN vmlck=+0",
+        "ENOTCONN vmpin=+0",
     );
     let args = GetMrArgs {
         vec: RdsIovec {
@@ -64,7 +64,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
                 &e.c.setsockopt_raw(SOL_RDS, RDS_GET_MR, Some(&long), len),
                 lck0,
             ),
-            "EINVAL vmlck=+0",
+            "EINVAL vmpin=+0",
         );
     }
     r.expect(
@@ -73,7 +73,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
             &e.c.setsockopt_ptr(SOL_RDS, RDS_GET_MR, UserBuf::Fault(&fault), 32),
             lck0,
         ),
-        "EFAULT vmlck=+0",
+        "EFAULT vmpin=+0",
     );
     r.expect(
         "get_mr_args_null",
@@ -81,7 +81,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
             &e.c.setsockopt_ptr(SOL_RDS, RDS_GET_MR, UserBuf::Null, 32),
             lck0,
         ),
-        "EFAULT vmlck=+0",
+        "EFAULT vmpin=+0",
     );
     for (name, cookie_addr) in [
         ("get_mr_cookie_addr_unmapped", fa),
@@ -98,45 +98,45 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         r.expect(
             name,
             &reg_obs(&e.c.get_mr_args(&a), lck0),
-            "EFAULT vmlck=+0",
+            "EFAULT vmpin=+0",
         );
     }
     let ok = e.c.get_mr(cmem.at(0), 4096, 0);
-    r.expect("get_mr_after_bad_ones", &reg_obs(&ok, lck0), "OK vmlck=+4");
+    r.expect("get_mr_after_bad_ones", &reg_obs(&ok, lck0), "OK vmpin=+4");
     if let Ok(c) = ok {
         let _ = e.c.free_mr(c, 0);
     }
     for (name, addr, bytes, want) in [
-        ("get_mr_zero_length", cmem.at(0), 0, "EINVAL vmlck=+0"),
-        ("get_mr_wrapping", u64::MAX - 100, 200, "EINVAL vmlck=+0"),
+        ("get_mr_zero_length", cmem.at(0), 0, "EINVAL vmpin=+0"),
+        ("get_mr_wrapping", u64::MAX - 100, 200, "EINVAL vmpin=+0"),
         (
             "get_mr_end_in_last_page",
             0xFFFF_FFFF_FFFF_F000,
             0x800,
-            "EINVAL vmlck=+0",
+            "EINVAL vmpin=+0",
         ),
         (
             "get_mr_258_pages",
             cmem.at(0),
             257 * 4096 + 1,
-            "EMSGSIZE vmlck=+0",
+            "EMSGSIZE vmpin=+0",
         ),
         (
             "get_mr_4g_minus_1",
             cmem.at(0),
             u64::from(u32::MAX),
-            "EMSGSIZE vmlck=+0",
+            "EMSGSIZE vmpin=+0",
         ),
-        ("get_mr_over_4g", cmem.at(0), 1 << 32, "EINVAL vmlck=+0"),
-        ("get_mr_unmapped", fa, 4096, "EFAULT vmlck=+0"),
-        ("get_mr_read_only", ra, 4096, "EFAULT vmlck=+0"),
+        ("get_mr_over_4g", cmem.at(0), 1 << 32, "EINVAL vmpin=+0"),
+        ("get_mr_unmapped", fa, 4096, "EFAULT vmpin=+0"),
+        ("get_mr_read_only", ra, 4096, "EFAULT vmpin=+0"),
         (
             "get_mr_partly_unmapped",
             holed.at(100),
             8192,
-            "EFAULT vmlck=+0",
+            "EFAULT vmpin=+0",
         ),
-        ("get_mr_null", 0, 4096, "EFAULT vmlck=+0"),
+        ("get_mr_null", 0, 4096, "EFAULT vmpin=+0"),
     ] {
         let res = e.c.get_mr(addr, bytes, RDS_RDMA_READWRITE);
         r.expect(name, &reg_obs(&res, lck0), want);
@@ -146,7 +146,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     }
     // 257 pages: the most (1 MiB from an odd start).
     let res = e.c.get_mr(cmem.at(1), 1 << 20, RDS_RDMA_READWRITE);
-    r.expect("get_mr_257_pages", &reg_obs(&res, lck0), "OK vmlck=+1028");
+    r.expect("get_mr_257_pages", &reg_obs(&res, lck0), "OK vmpin=+1028");
     if let Ok(c) = res {
         let _ = e.c.free_mr(c, 0);
     }
@@ -158,7 +158,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "get_mr_for_dest_zero_length",
         &reg_obs(&e.c.get_mr_for_dest(&e.sa, cmem.at(0), 0, 0), lck0),
-        "EINVAL vmlck=+0",
+        "EINVAL vmpin=+0",
     );
 
     // RDS_FREE_MR.
@@ -277,9 +277,9 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         }
         let res = send_ctl(&e.s, &e.ca, b"map", &c, 0);
         format!(
-            "{} vmlck={:+}{}",
+            "{} vmpin={:+}{}",
             res_obs(&res),
-            vmlck_kb() - lck0,
+            vmpin_kb() - lck0,
             leftovers(&e.c, &e.s)
         )
     };
@@ -287,22 +287,22 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "rdma_map_unmapped",
         &map_send(e, fa, 4096, 0, false),
-        "EFAULT vmlck=+8",
+        "EFAULT vmpin=+8",
     );
     r.expect(
         "rdma_map_cookie_addr_unmapped",
         &map_send(e, smem.at(0), 4096, fa, false),
-        "EFAULT vmlck=+8",
+        "EFAULT vmpin=+8",
     );
     r.expect(
         "rdma_map_zero_length",
         &map_send(e, smem.at(0), 0, 0, false),
-        "EINVAL vmlck=+8",
+        "EINVAL vmpin=+8",
     );
     r.expect(
         "rdma_map_and_dest",
         &map_send(e, smem.at(0), 4096, 0, true),
-        "EINVAL vmlck=+8",
+        "EINVAL vmpin=+8",
     );
     let _ = e.s.free_mr(mine, 0);
 
@@ -980,9 +980,9 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     }
     let _ = e.s.free_mr(mine, 0);
     r.expect(
-        "bad_input_vmlck_back",
-        &format!("vmlck={:+}{}", vmlck_kb() - lck0, leftovers(&e.c, &e.s)),
-        "vmlck=+0",
+        "bad_input_vmpin_back",
+        &format!("vmpin={:+}{}", vmpin_kb() - lck0, leftovers(&e.c, &e.s)),
+        "vmpin=+0",
     );
     Ok(())
 }

@@ -9,7 +9,7 @@
 
 use crate::rdma::{
     big, got, leftovers, notes_obs, nothing_or, one_note, rdma_op, recv_notes, same, send_ctl,
-    vmlck_kb, wait_notes, Env, Hold, Op, LO,
+    vmpin_kb, wait_notes, Env, Hold, Op, LO,
 };
 use crate::util::{drain, err_name, pattern, res_obs, v4, ARRIVAL};
 use crate::Report;
@@ -485,7 +485,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     drop(w);
 
     // Close with operations in flight.
-    let lck0 = vmlck_kb();
+    let lck0 = vmpin_kb();
     cmem.fill(0xEE);
     {
         let _hold = Hold::on()?;
@@ -534,8 +534,8 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         drop(y);
         r.expect(
             "close_owner_frees_registration",
-            &format!("vmlck={:+}", vmlck_kb() - lck0),
-            "vmlck=+0",
+            &format!("vmpin={:+}", vmpin_kb() - lck0),
+            "vmpin=+0",
         );
     }
     let _ = b.send_to(b"flush-y", d1);
@@ -545,13 +545,13 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         "note=REMOTE_ERROR#850 client=got=flush-y",
     );
     // Closing with a notification unread and registrations left: the registrations (one
-    // page each, charged to VmLck) are freed with the socket.
+    // page each, charged to VmPin) are freed with the socket.
     {
         let z = big(v4(LO, 4645))?;
         let regs: Vec<String> = (0..3)
             .map(|i| res_obs(&z.get_mr(ymem.at(i * 64), 64, RDS_RDMA_READWRITE)))
             .collect();
-        let registered = vmlck_kb() - lck0;
+        let registered = vmpin_kb() - lck0;
         let sent = rdma_op(
             &z,
             &d1,
@@ -571,17 +571,17 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         r.expect(
             "close_with_notification_and_registrations_setup",
             &format!(
-                "regs={} vmlck={registered:+} {} client={client} {done} pending={pending}",
+                "regs={} vmpin={registered:+} {} client={client} {done} pending={pending}",
                 regs.join(","),
                 res_obs(&sent)
             ),
-            "regs=OK,OK,OK vmlck=+12 OK client=got=z OK mark=1 pending=true",
+            "regs=OK,OK,OK vmpin=+12 OK client=got=z OK mark=1 pending=true",
         );
         drop(z);
         r.expect(
             "close_with_notification_and_registrations",
-            &format!("vmlck={:+}{}", vmlck_kb() - lck0, leftovers(&e.c, &b)),
-            "vmlck=+0",
+            &format!("vmpin={:+}{}", vmpin_kb() - lck0, leftovers(&e.c, &b)),
+            "vmpin=+0",
         );
     }
     // Both ends close while an operation between them is held.
@@ -615,12 +615,12 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "close_both_ends_then_release",
         &format!(
-            "{} vmlck={:+}{}",
+            "{} vmpin={:+}{}",
             got(&e.c),
-            vmlck_kb() - lck0,
+            vmpin_kb() - lck0,
             leftovers(&e.c, &b)
         ),
-        "got=flush-z vmlck=+0",
+        "got=flush-z vmpin=+0",
     );
     held_ops_one_barrier(r, e, &b)?;
     rdma_map_refused(r, e, &smem, cookie)?;
@@ -755,7 +755,7 @@ fn held_ops_one_barrier(r: &mut Report, e: &mut Env, b: &RdsSocket) -> Result<()
 }
 
 /// A `sendmsg` with `RDS_CMSG_RDMA_MAP` refused because the send buffer is full (`EAGAIN`,
-/// or `ETIMEDOUT` after `SO_SNDTIMEO`): the registration it made is undone (VmLck back, the
+/// or `ETIMEDOUT` after `SO_SNDTIMEO`): the registration it made is undone (VmPin back, the
 /// cookie written to the caller names nothing), nothing is sent; an operation refused the
 /// same way takes no id.
 fn rdma_map_refused(
@@ -770,7 +770,7 @@ fn rdma_map_refused(
     m.set_int(libc::SOL_SOCKET, libc::SO_SNDBUF, 4096)
         .map_err(|err| format!("SO_SNDBUF: {err}"))?;
     let mapmem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
-    let lck = vmlck_kb();
+    let lck = vmpin_kb();
     let filler = [0x46u8; 1000];
     let map = |flags: i32| -> String {
         let mut cookie = 0u64;
@@ -784,7 +784,7 @@ fn rdma_map_refused(
             flags: RDS_RDMA_READWRITE,
         });
         let res = send_ctl(&m, &d6, b"map", &c, flags);
-        let vm = vmlck_kb() - lck;
+        let vm = vmpin_kb() - lck;
         // SAFETY: `cookie` is a live local the kernel may have written.
         let cookie = unsafe { std::ptr::read_volatile(&cookie) };
         let after = if cookie == 0 {
@@ -792,7 +792,7 @@ fn rdma_map_refused(
         } else {
             format!("cookie=written free={}", res_obs(&m.free_mr(cookie, 0)))
         };
-        format!("{} vmlck={vm:+} {after}", res_obs(&res))
+        format!("{} vmpin={vm:+} {after}", res_obs(&res))
     };
     // An operation from m to the client.
     let o = Op {
@@ -821,18 +821,21 @@ fn rdma_map_refused(
         r.expect(
             "rdma_map_full_sndbuf_setup",
             &format!("accepted={accepted} stop={stop}"),
-            "accepted=5 stop=EAGAIN",
+            &format!(
+                "accepted={} stop=EAGAIN",
+                crate::util::rs_admitted(4096, filler.len())
+            ),
         );
         r.expect(
             "rdma_map_eagain_undone",
             &map(libc::MSG_DONTWAIT),
-            "EAGAIN vmlck=+0 cookie=written free=EINVAL",
+            "EAGAIN vmpin=+0 cookie=written free=EINVAL",
         );
         let _ = m.set_send_timeout(Some(Duration::from_millis(200)));
         r.expect(
             "rdma_map_etimedout_undone",
             &map(0),
-            "ETIMEDOUT vmlck=+0 cookie=written free=EINVAL",
+            "ETIMEDOUT vmpin=+0 cookie=written free=EINVAL",
         );
         let _ = m.set_send_timeout(Some(ARRIVAL));
         // An operation refused for the full buffer takes no id.
@@ -864,14 +867,17 @@ fn rdma_map_refused(
     r.expect(
         "rdma_map_refused_nothing_sent",
         &format!(
-            "kick={kick} {} id={id} client={},{} rx={} vmlck={:+}",
+            "kick={kick} {} id={id} client={},{} rx={} vmpin={:+}",
             res_obs(&res),
             got(&e.c),
             got(&e.c),
             seen.join(","),
-            vmlck_kb() - lck
+            vmpin_kb() - lck
         ),
-        "kick=OK OK id=1 client=got=flush,got=op rx=fill,fill,fill,fill,fill vmlck=+0",
+        &format!(
+            "kick=OK OK id=1 client=got=flush,got=op rx={} vmpin=+0",
+            vec!["fill"; crate::util::rs_admitted(4096, filler.len())].join(",")
+        ),
     );
     many_destinations(r, e, smem)
 }

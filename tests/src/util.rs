@@ -11,6 +11,17 @@ use std::time::Duration;
 /// emulated guest, short enough that a lost message fails the check instead of hanging.
 pub(crate) const ARRIVAL: Duration = Duration::from_secs(5);
 
+/// What rds_rs charges a message against its sender's send buffer and its receiver's receive
+/// buffer on top of its payload (`Documentation/differences-from-c.md`: "0-byte messages are
+/// charged"); C charges the payload alone.
+pub(crate) const RS_MSG_OVERHEAD: usize = 256;
+
+/// How many messages of `len` bytes a send buffer of `limit` bytes admits on rds_rs: each is
+/// admitted while the bytes charged are below the limit, so the last may overshoot.
+pub(crate) fn rs_admitted(limit: usize, len: usize) -> usize {
+    limit.div_ceil(len + RS_MSG_OVERHEAD)
+}
+
 /// An IPv4 socket address.
 pub(crate) fn v4(a: [u8; 4], port: u16) -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(a), port))
