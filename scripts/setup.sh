@@ -8,7 +8,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang libclang-dev lld llvm
   flex bison bc libelf-dev libssl-dev pahole kmod cpio
   qemu-system-x86 iproute2 rdma-core ibverbs-utils rdmacm-utils perftest
-  python3-pip python3-venv busybox-static rsync)
+  python3-pip python3-venv busybox-static rsync
+  python3-matplotlib)   # the chart of `make bench`
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do

@@ -5,7 +5,8 @@ Boots test kernels with virtme-ng under TCG, runs a guest script, collects its r
 the kernel log, and judges the run. Every guest runs under a time bound and is killed (its whole
 process group, by its own pid) when it overruns.
 
-  harness.py one --kernel KDIR --out DIR [--timeout S] -- GUEST-COMMAND...
+  harness.py one --kernel KDIR --out DIR [--timeout S] [--cpus N] [--qemu-opts OPTS]
+                -- GUEST-COMMAND...
   harness.py two --kernel KDIR --out DIR [--timeout S] --port P --a "CMD" --b "CMD"
   harness.py judge DIR...       (count results of finished runs; used by scripts/test.sh)
 
@@ -95,7 +96,8 @@ def wait_listening(port, deadline):
     return False
 
 
-def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=()):
+def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=(),
+             qemu_opts=None):
     bz = os.path.join(kernel, "arch/x86/boot/bzImage")
     if not os.path.exists(bz):
         sys.exit(f"harness: no kernel image at {bz}")
@@ -106,6 +108,9 @@ def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, appen
         argv += ["--append", arg]
     if extra_qemu:
         argv += ["--disable-microvm", "--qemu-opts=" + extra_qemu]
+    elif qemu_opts:
+        # Options for QEMU itself (`make bench`: -icount), the machine left as it is.
+        argv += ["--qemu-opts=" + qemu_opts]
     argv += ["--exec", command]
     return argv
 
@@ -119,7 +124,8 @@ def cmd_one(a):
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
     t0 = time.monotonic()
-    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus),
+    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
+                                  qemu_opts=a.qemu_opts),
                         os.path.join(a.out, "console.txt"))],
                        a.timeout)
     record_guest_status(a.out, "guest", codes[0], time.monotonic() - t0, a.timeout)
@@ -278,6 +284,8 @@ def main():
     one.add_argument("--timeout", type=int, default=600)
     one.add_argument("--append", action="append", default=[], help="extra kernel argument")
     one.add_argument("--cpus", type=int, default=2)
+    one.add_argument("--qemu-opts", default=None,
+                     help='extra QEMU options, e.g. "-icount shift=0,sleep=off"')
     one.add_argument("command", nargs="+")
     two = sub.add_parser("two")
     two.add_argument("--kernel", required=True)

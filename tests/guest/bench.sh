@@ -1,10 +1,15 @@
 #!/bin/bash
 # Guest side of `make bench` and `make soak`.
-#   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS REPS "SIZE:DEPTH ..."
-#     rds-stress (server and client over 127.0.0.1, two processes) against the in-tree C RDS
-#     and against rds_rs, REPS times each per configuration, alternating which goes first
-#     (C rs rs C ...: drift in the guest or on the host favours neither); writes bench.txt
-#     (the table: means over the repetitions) and bench-raw.txt (one line per run).
+#   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS "SIZE:DEPTH ..." "SIZE:DEPTH ..."
+#     rds-stress (server and client over 127.0.0.1, two processes, one task each) for each
+#     configuration of the first list against the in-tree C RDS, rds_rs and AF_UNIX
+#     SOCK_SEQPACKET (`rds-stress -U`), in that order, SECONDS of guest time each; then the
+#     configurations of the second list (the repeatability check) once more. Meant for a
+#     one-vCPU guest under `-icount shift=0,sleep=off`, where guest time counts instructions:
+#     nothing in the measured part may wait for the host (programs and the module are copied
+#     to the guest's memory first, output goes there and is copied out after each run).
+#     Writes bench-raw.txt: "PASS IMPL SIZE DEPTH REQ/S MEDIAN MB/S RTT-US" per run (PASS
+#     main or repeat), or "PASS IMPL SIZE DEPTH FAIL".
 #   bench.sh soak OUT KDIR MODULE TESTS-BIN COUNT [SECONDS]
 #     `rds-tests load COUNT [SECONDS]` against rds_rs; writes soak.tap, load-rs.tap (the
 #     program's own checks), kmemleak.txt and dmesg.txt for `harness.py judge`.
@@ -36,81 +41,86 @@ if [ "$MODE" = soak ]; then
   exit 0
 fi
 
-TOOLS=$5 SECS=$6 REPS=$7 CONFIGS=$8
+TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
 
-# run IMPL SIZE DEPTH PORT: one exchange; appends "IMPL SIZE DEPTH RATE|FAIL" to bench-raw.txt.
+# Everything a run touches lives in guest memory: under icount a read from the host
+# filesystem (9p) completes after however long the host takes, and the guest clock skips
+# ahead meanwhile.
+W=$(mktemp -d /tmp/bench.XXXXXX) || exit 1
+cp "$TOOLS/rds-stress" "$MODULE" "$W/" || exit 1
+MODULE=$W/$(basename "$MODULE")
+mkdir -p "$W/c"
+cp "$KDIR/net/rds/rds.ko" "$KDIR/net/rds/rds_tcp.ko" "$W/c/" || exit 1
+KDIR_C=$W/c
+STRESS=$W/rds-stress
+
+load() { # IMPL
+  case $1 in
+    c) loaded rds_rs && return 1; insmod "$KDIR_C/rds.ko" && insmod "$KDIR_C/rds_tcp.ko" ;;
+    rs) load_rs ;;
+    unix) ! loaded rds && ! loaded rds_rs ;;
+  esac
+}
+unload() { # IMPL
+  case $1 in
+    c) unload_c ;;
+    rs) unload_rs ;;
+    unix) true ;;
+  esac
+}
+
+# run PASS IMPL SIZE DEPTH: one exchange; appends its line to bench-raw.txt.
+k=0
 run() {
-  local impl=$1 size=$2 depth=$3 port=$4 rate=FAIL
-  if [ "$impl" = c ]; then load_c; else load_rs; fi || { echo "$impl $size $depth FAIL" >> bench-raw.txt; failed=1; return; }
-  local cli=$OUT/run$k-$impl-$size-$depth.client.txt srv=$OUT/run$k-$impl-$size-$depth.server.txt
-  timeout $((SECS + 90)) "$TOOLS/rds-stress" -r 127.0.0.1 -p "$port" > "$srv" 2>&1 & local sp=$!
-  timeout $((SECS + 90)) "$TOOLS/rds-stress" -r 127.0.0.1 -s 127.0.0.1 -p "$port" \
-    -q "$size" -a 64 -d "$depth" -t 1 -T "$SECS" > "$cli" 2>&1; local crc=$?
+  local pass=$1 impl=$2 size=$3 depth=$4 flag=()
+  [ "$impl" = unix ] && flag=(-U)
+  k=$((k + 1))
+  local name=run$k-$pass-$impl-$size-$depth
+  local cli=$W/$name.client.txt srv=$W/$name.server.txt
+  echo "-- run $k ($pass): $impl -q $size -a 64 -d $depth -t 1 -T $SECS ${flag[*]}"
+  if ! load "$impl"; then
+    echo "$pass $impl $size $depth FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: loading $impl"; failed=1; return
+  fi
+  # Nothing left for writeback to send to the host while the run is measured.
+  sync
+  timeout $((SECS + 90)) "$STRESS" -r 127.0.0.1 -p 4000 > "$srv" 2>&1 & local sp=$!
+  timeout $((SECS + 90)) "$STRESS" -r 127.0.0.1 -s 127.0.0.1 -p 4000 \
+    -q "$size" -a 64 -d "$depth" -t 1 -T "$SECS" "${flag[@]}" > "$cli" 2>&1; local crc=$?
   wait "$sp"; local src=$?
+  cp "$cli" "$srv" "$OUT/"
   if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"; then
-    local sum med mb rtt
+    local sum rate med mb rtt
     sum=$(grep '^summary: ' "$cli")
     field() { sed -n "s/.* $1=\([0-9.]*\) .*/\1/p" <<< "$sum"; }
     rate=$(field req_per_s) med=$(field req_per_s_median) mb=$(field mb_per_s) rtt=$(field rtt_us)
-    echo "$impl $size $depth $rate $med $mb $rtt" >> bench-raw.txt
+    echo "$pass $impl $size $depth $rate $med $mb $rtt" >> "$OUT/bench-raw.txt"
+    echo "   $rate requests/s"
   else
-    echo "$impl $size $depth FAIL" >> bench-raw.txt
+    echo "$pass $impl $size $depth FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: $impl size $size depth $depth (client rc=$crc, server rc=$src)"
     tail -n 5 "$cli" "$srv"
     failed=1
   fi
-  if [ "$impl" = c ]; then unload_c; else unload_rs; fi || { echo "== rmmod ($impl) FAILED"; failed=1; }
+  unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
 }
 
-echo "== guest kernel $(uname -r), $(nproc) vCPU; $SECS s per run, $REPS runs each"
-k=0
+echo "== guest kernel $(uname -r), $(nproc) vCPU, $(cat /proc/cmdline)"
+echo "== mounts:"; cat /proc/mounts
+echo "== clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+echo "== $SECS s of guest time per run; configurations: $CONFIGS; repeated: ${REPEAT:-none}"
+# udev's coldplug of the boot must be over before anything is measured.
+command -v udevadm > /dev/null && udevadm settle --timeout=60
+t0=$(date +%s.%N)
 for cfg in $CONFIGS; do
-  size=${cfg%:*} depth=${cfg#*:}
-  for _ in $(seq "$REPS"); do
-    if [ $((k % 2)) -eq 0 ]; then order="c rs"; else order="rs c"; fi
-    for impl in $order; do
-      echo "-- $impl: -q $size -a 64 -d $depth -T $SECS"
-      run "$impl" "$size" "$depth" 4000
-    done
-    k=$((k + 1))
-  done
+  for impl in c rs unix; do run main "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
-
-human() { # bytes -> 64 B, 16 KiB, ...
-  local b=$1
-  if [ "$b" -ge 1048576 ] && [ $((b % 1048576)) -eq 0 ]; then echo "$((b / 1048576)) MiB"
-  elif [ "$b" -ge 1024 ] && [ $((b % 1024)) -eq 0 ]; then echo "$((b / 1024)) KiB"
-  else echo "$b B"; fi
-}
-# mean IMPL SIZE DEPTH: "RATE MEDIAN MB/S RTT", means over the runs, or "FAIL - - -" if any
-# run failed.
-mean() {
-  awk -v i="$1" -v s="$2" -v d="$3" '
-    $1 == i && $2 == s && $3 == d { n++; if ($4 == "FAIL") bad = 1; else { r += $4; md += $5; m += $6; t += $7 } }
-    END { if (!n || bad) print "FAIL - - -"; else printf "%.0f %.0f %.2f %.0f\n", r / n, md / n, m / n, t / n }' bench-raw.txt
-}
-ratio() { # A B -> A/B, or - if either is not a number
-  if [[ $1 =~ ^[0-9]+$ ]] && [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -gt 0 ]; then
-    awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'
-  else echo -; fi
-}
-{
-  echo "rds-stress over 127.0.0.1: 1 task per side, 64 B acks, requests both ways;"
-  echo "$SECS s per run, mean of $REPS runs per implementation, alternating C and rds_rs."
-  echo "req/s: requests completed per second (both ways) over the whole run; rs/C med: the"
-  echo "ratio of the median one-second rates (less sensitive to passing load on the host)."
-  echo "(guest kernel $(uname -r), $(nproc) vCPU, TCG: compare the ratios, not the rates)"
-  printf '%8s %5s %9s %9s %6s %9s %8s %8s %8s %8s\n' request depth "C req/s" "rs req/s" "rs/C" "rs/C med" "C MB/s" "rs MB/s" "C rtt us" "rs rtt us"
-  for cfg in $CONFIGS; do
-    size=${cfg%:*} depth=${cfg#*:}
-    read -r cr cmed cm ct < <(mean c "$size" "$depth")
-    read -r rr rmed rm rt < <(mean rs "$size" "$depth")
-    printf '%8s %5s %9s %9s %6s %9s %8s %8s %8s %8s\n' "$(human "$size")" "$depth" "$cr" "$rr" \
-      "$(ratio "$rr" "$cr")" "$(ratio "$rmed" "$cmed")" "$cm" "$rm" "$ct" "$rt"
-  done
-} > "$OUT/bench.txt"
-cat "$OUT/bench.txt"
+for cfg in $REPEAT; do
+  for impl in c rs unix; do run repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
+done
+echo "== $k runs in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s of guest time"
+dmesg > "$OUT/dmesg.txt"
 exit $failed

@@ -1,12 +1,14 @@
 //! The socket and system calls the tools need beyond `librds`: gathered sends, receives that
 //! report the sender and truncation, buffer sizing, `RDS_INFO_*` queries, the TOS ioctl, CPU
-//! accounting and interrupt handling.
+//! accounting and interrupt handling; and `AF_UNIX` `SOCK_SEQPACKET` sockets, which
+//! `rds-stress -U` runs its exchange over for comparison.
 
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub use librds::{RDS_MAX_MSG_SIZE, SIOCRDSSETTOS, SOL_RDS};
 
@@ -67,6 +69,28 @@ pub fn send2(
     cvt_size(unsafe { libc::sendmsg(fd, &h, flags) })
 }
 
+/// Sends one message made of `head` followed by `body` on a connected socket (`sendmsg(2)`
+/// with two iovecs and no address: [`send2`] for `AF_UNIX` `SOCK_SEQPACKET`).
+pub fn send2_connected(fd: RawFd, head: &[u8], body: &[u8], flags: i32) -> io::Result<usize> {
+    let mut iov = [
+        libc::iovec {
+            iov_base: head.as_ptr() as *mut libc::c_void,
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: body.as_ptr() as *mut libc::c_void,
+            iov_len: body.len(),
+        },
+    ];
+    // SAFETY: all-zero is a valid `msghdr` (no name, no control data).
+    let mut h: libc::msghdr = unsafe { zeroed() };
+    h.msg_iov = iov.as_mut_ptr();
+    h.msg_iovlen = if body.is_empty() { 1 } else { 2 };
+    // SAFETY: `h` points to `iov`, which lives across the call; each iovec describes a borrowed
+    // slice of exactly its length, which the kernel only reads.
+    cvt_size(unsafe { libc::sendmsg(fd, &h, flags) })
+}
+
 /// One received message.
 #[derive(Clone, Copy, Debug)]
 pub struct Received {
@@ -108,6 +132,134 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
         from,
         truncated: h.msg_flags & libc::MSG_TRUNC != 0,
     })
+}
+
+/// Receives one message into `buf` on a connected socket (`recvmsg(2)` without an address),
+/// reporting truncation; `from` is always `None`.
+pub fn recv_connected(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: all-zero is a valid `msghdr`.
+    let mut h: libc::msghdr = unsafe { zeroed() };
+    h.msg_iov = &mut iov;
+    h.msg_iovlen = 1;
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, exclusively borrowed
+    // across the call; there is no name or control buffer.
+    let len = cvt_size(unsafe { libc::recvmsg(fd, &mut h, flags) })?;
+    Ok(Received {
+        len: len.min(buf.len()),
+        from: None,
+        truncated: h.msg_flags & libc::MSG_TRUNC != 0,
+    })
+}
+
+/// A new `AF_UNIX` `SOCK_SEQPACKET` socket (close-on-exec).
+pub fn seqpacket_socket() -> io::Result<OwnedFd> {
+    // SAFETY: `socket` has no memory-safety preconditions.
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The `sockaddr_un` of an abstract-namespace name (no file; it goes away with the socket)
+/// and its length.
+fn abstract_addr(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: all-zero is a valid `sockaddr_un`.
+    let mut sun: libc::sockaddr_un = unsafe { zeroed() };
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let b = name.as_bytes();
+    if b.len() + 1 > sun.sun_path.len() {
+        return Err(io::Error::other(format!("AF_UNIX name '{name}' too long")));
+    }
+    // sun_path[0] stays 0: the abstract namespace.
+    for (d, &c) in sun.sun_path[1..].iter_mut().zip(b) {
+        *d = c as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + 1 + b.len();
+    Ok((sun, len as libc::socklen_t))
+}
+
+/// Binds an `AF_UNIX` socket to the abstract name `name` and listens with room for `backlog`
+/// connections.
+pub fn unix_listen_abstract(fd: &OwnedFd, name: &str, backlog: i32) -> io::Result<()> {
+    let (sun, len) = abstract_addr(name)?;
+    // SAFETY: `sun` is a valid `sockaddr_un` of which `len` bytes are passed.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sun as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    })?;
+    // SAFETY: `listen` has no memory-safety preconditions.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) })?;
+    Ok(())
+}
+
+/// Connects an `AF_UNIX` socket to the abstract name `name`.
+pub fn unix_connect_abstract(fd: &OwnedFd, name: &str) -> io::Result<()> {
+    let (sun, len) = abstract_addr(name)?;
+    // SAFETY: `sun` is a valid `sockaddr_un` of which `len` bytes are passed.
+    cvt(unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&sun as *const libc::sockaddr_un).cast(),
+            len,
+        )
+    })?;
+    Ok(())
+}
+
+/// Accepts one connection on a listening socket, waiting until `deadline` at most
+/// (`ETIMEDOUT` after it). The new socket is close-on-exec.
+pub fn accept_until(fd: &OwnedFd, deadline: Instant) -> io::Result<OwnedFd> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT));
+        }
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.min(Duration::from_millis(200)).as_millis() as libc::c_int;
+        // SAFETY: `p` is one valid `pollfd`.
+        let r = unsafe { libc::poll(&mut p, 1, ms.max(1)) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if r == 0 {
+            continue;
+        }
+        // SAFETY: no address is asked for (both pointers NULL).
+        let c = unsafe {
+            libc::accept4(
+                fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        };
+        if c >= 0 {
+            // SAFETY: `c` is a new descriptor that nothing else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(c) });
+        }
+        let e = io::Error::last_os_error();
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ECONNABORTED)
+        ) {
+            return Err(e);
+        }
+    }
 }
 
 fn set_int(fd: RawFd, level: i32, name: i32, v: i32) -> io::Result<()> {

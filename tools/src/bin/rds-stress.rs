@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
-//!            [-a ack_bytes] [-T seconds] [-o] [-V] [-v]
+//!            [-a ack_bytes] [-T seconds] [-o] [-U] [-V] [-v]
 //! ```
 //! Without `-s` it is the passive instance (server): it listens on TCP `port` for one active
 //! instance (client), which sends it the options. From then on both behave the same: each
@@ -24,14 +24,23 @@
 //!
 //! Sends never block: `EAGAIN` (send buffer full) and `ENOBUFS` (destination port
 //! congested) are counted and retried after polling, while the task keeps receiving.
+//!
+//! With `-U` the same exchange runs over `AF_UNIX` `SOCK_SEQPACKET` instead of RDS, as a
+//! yardstick for `make bench`: each server task listens on the abstract name
+//! `rds-stress.PORT` (PORT being the RDS port it would bind), each client task connects one
+//! socket to every server task (and names itself in a first setup message), and from then on
+//! the tasks send, receive, verify and count exactly as over RDS, a connected socket per peer
+//! task taking the place of the peer's RDS address. Both instances must be on one host (in one
+//! network namespace); the control connection is TCP as before.
 
 use librds::RdsSocket;
 use rds_tools::getopt::{self, Arg};
 use rds_tools::sys::{self, Received};
 use std::collections::VecDeque;
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,7 +49,7 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
 usage: rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
-                  [-a ack_bytes] [-T seconds] [-o] [-V] [-v]
+                  [-a ack_bytes] [-T seconds] [-o] [-U] [-V] [-v]
   -r addr   local address (default: that of the TCP control connection)
   -s addr   the passive instance to connect to; without -s, be the passive instance
   -p port   TCP control port; server tasks bind port+1.. (default 4000)
@@ -50,6 +59,7 @@ usage: rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req
   -a bytes  ack size (default 1024; at least 32)
   -T secs   stop after this many seconds (default: at SIGINT)
   -o        one-way: only the active instance sends requests
+  -U        the same exchange over AF_UNIX SOCK_SEQPACKET instead of RDS (one host)
   -V        also checksum every payload (on top of the byte-by-byte check)
   -v        verbose: per-task totals at the end
 (the options after -s are sent to the passive instance; -r and -p apply to each side)";
@@ -72,6 +82,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Verification errors printed per task (all are counted).
 const MAX_PRINTED_ERRORS: u64 = 10;
 const CONTROL_MAGIC: &[u8; 4] = b"RDSS";
+/// The first message on each `AF_UNIX` connection (`-U`): this magic and the client task.
+const UNIX_SETUP_MAGIC: &[u8; 4] = b"RDSU";
+/// How long setting up the `AF_UNIX` connections may take.
+const UNIX_SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug)]
 struct Opts {
@@ -92,10 +106,12 @@ struct Params {
     secs: u32,
     one_way: bool,
     pcsum: bool,
+    /// `-U`: over `AF_UNIX` `SOCK_SEQPACKET` instead of RDS.
+    unix: bool,
 }
 
 fn parse_opts() -> Result<Opts, String> {
-    let args = getopt::parse(std::env::args().skip(1), "r:s:p:t:d:q:a:T:oVvch")
+    let args = getopt::parse(std::env::args().skip(1), "r:s:p:t:d:q:a:T:oUVvch")
         .map_err(|e| e.to_string())?;
     let mut o = Opts {
         local: None,
@@ -109,6 +125,7 @@ fn parse_opts() -> Result<Opts, String> {
             secs: 0,
             one_way: false,
             pcsum: false,
+            unix: false,
         },
         verbose: false,
     };
@@ -124,6 +141,7 @@ fn parse_opts() -> Result<Opts, String> {
             Arg::Opt('a', v) => o.params.ack = size32('a', &v)?,
             Arg::Opt('T', v) => o.params.secs = getopt::value('T', &v).map_err(e)?,
             Arg::Opt('o', _) => o.params.one_way = true,
+            Arg::Opt('U', _) => o.params.unix = true,
             Arg::Opt('V', _) => o.params.pcsum = true,
             Arg::Opt('v', _) => o.verbose = true,
             // The classic tool's -c (CPU use) is always on here.
@@ -273,7 +291,7 @@ fn recv_frame(tcp: &mut TcpStream, timeout: Duration) -> Result<Vec<u8>, String>
 }
 
 fn hello(p: &Params, addr: Ipv4Addr, ports: &[u16]) -> Vec<u8> {
-    let flags = u32::from(p.one_way) | (u32::from(p.pcsum) << 1);
+    let flags = u32::from(p.one_way) | (u32::from(p.pcsum) << 1) | (u32::from(p.unix) << 2);
     let mut w = Wire::default()
         .bytes(CONTROL_MAGIC)
         .u32(p.tasks)
@@ -317,6 +335,7 @@ fn parse_hello(b: &[u8]) -> Result<(Params, Ipv4Addr, Vec<u16>), String> {
         secs,
         one_way: flags & 1 != 0,
         pcsum: flags & 2 != 0,
+        unix: flags & 4 != 0,
     };
     Ok((p, addr, ports))
 }
@@ -395,7 +414,12 @@ fn client(o: &Opts) -> Result<bool, String> {
         },
     };
     let p = o.params;
-    let socks = open_sockets(&p, local, None)?;
+    // Over AF_UNIX the client's sockets are made once the server listens (below).
+    let socks = if p.unix {
+        Vec::new()
+    } else {
+        open_sockets(&p, local, None)?
+    };
     let ports: Vec<u16> = socks.iter().map(|(_, port)| *port).collect();
     send_frame(&mut tcp, &hello(&p, local, &ports))?;
     let reply = recv_frame(&mut tcp, Duration::from_secs(30))?;
@@ -406,11 +430,15 @@ fn client(o: &Opts) -> Result<bool, String> {
         ));
     }
     let (_, peer_addr, peer_ports) = parse_hello(&reply)?;
+    if p.unix {
+        let eps = unix_connect(&p, &peer_ports)?;
+        return run(o, "client", p, eps, Vec::new(), tcp);
+    }
     let peers = peer_ports
         .iter()
         .map(|&port| SocketAddrV4::new(peer_addr, port))
         .collect();
-    run(o, "client", p, socks, peers, tcp)
+    run(o, "client", p, rds_endpoints(socks), peers, tcp)
 }
 
 fn server(o: &Opts) -> Result<bool, String> {
@@ -445,6 +473,24 @@ fn server(o: &Opts) -> Result<bool, String> {
             _ => return Err("no IPv4 address on the control connection".into()),
         },
     };
+    if p.unix {
+        let listeners = match unix_listen(&p, o.port) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = send_frame(
+                    &mut tcp,
+                    &Wire::default().bytes(b"FAIL").bytes(e.as_bytes()).0,
+                );
+                return Err(e);
+            }
+        };
+        let ports: Vec<u16> = listeners.iter().map(|(_, port)| *port).collect();
+        // As over RDS, the reply goes out once every task's socket listens.
+        send_frame(&mut tcp, &hello(&p, local, &ports))?;
+        let eps = unix_accept(&p, &listeners)?;
+        drop(listeners);
+        return run(o, "server", p, eps, Vec::new(), tcp);
+    }
     let socks = match open_sockets(&p, local, Some(o.port)) {
         Ok(s) => s,
         Err(e) => {
@@ -463,7 +509,7 @@ fn server(o: &Opts) -> Result<bool, String> {
         .iter()
         .map(|&port| SocketAddrV4::new(peer_addr, port))
         .collect();
-    run(o, "server", p, socks, peers, tcp)
+    run(o, "server", p, rds_endpoints(socks), peers, tcp)
 }
 
 fn accept(l: &TcpListener) -> Result<(TcpStream, SocketAddr), String> {
@@ -488,6 +534,138 @@ fn accept(l: &TcpListener) -> Result<(TcpStream, SocketAddr), String> {
     }
 }
 
+/// The socket buffer a task asks for to fit everything in flight to and from `peers` peer
+/// tasks, and the biggest message with RDS's header.
+fn buffer_bytes(p: &Params, peers: usize) -> (usize, usize) {
+    let per_msg = p.req as usize + p.ack as usize + 2 * RDS_OVERHEAD;
+    let want = p.depth as usize * peers * per_msg + p.req.max(p.ack) as usize + 65536;
+    let biggest = p.req.max(p.ack) as usize + RDS_OVERHEAD;
+    (want, biggest)
+}
+
+/// Gives a socket the buffers of [`buffer_bytes`].
+fn size_buffers(fd: RawFd, p: &Params, peers: usize) -> Result<(), String> {
+    let (want, biggest) = buffer_bytes(p, peers);
+    let snd = sys::set_buffer(fd, true, want).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+    let _rcv = sys::set_buffer(fd, false, want).map_err(|e| format!("SO_RCVBUF: {e}"))?;
+    if snd < biggest {
+        return Err(format!(
+            "the send buffer ({snd} bytes) cannot hold one {biggest}-byte message; \
+             run as root or raise net.core.wmem_max"
+        ));
+    }
+    Ok(())
+}
+
+/// A task's sockets.
+enum Endpoint {
+    /// One RDS socket (bound to this port) for all peer tasks.
+    Rds(RdsSocket, u16),
+    /// One connected `AF_UNIX` `SOCK_SEQPACKET` socket per peer task, in peer order (`-U`).
+    Unix(Vec<OwnedFd>),
+}
+
+fn rds_endpoints(socks: Vec<(RdsSocket, u16)>) -> Vec<Endpoint> {
+    socks
+        .into_iter()
+        .map(|(s, port)| Endpoint::Rds(s, port))
+        .collect()
+}
+
+/// The abstract `AF_UNIX` name of the server task that would bind `port` over RDS (`-U`).
+fn unix_name(port: u16) -> String {
+    format!("rds-stress.{port}")
+}
+
+/// Server side of `-U`: one listening `AF_UNIX` `SOCK_SEQPACKET` socket per task, named after
+/// the RDS port the task would bind (`base+1+i`). Returns each with its port.
+fn unix_listen(p: &Params, base: u16) -> Result<Vec<(OwnedFd, u16)>, String> {
+    let mut out = Vec::new();
+    for i in 0..p.tasks {
+        let port = base + 1 + i as u16;
+        let name = unix_name(port);
+        let l =
+            sys::seqpacket_socket().map_err(|e| format!("socket(AF_UNIX, SOCK_SEQPACKET): {e}"))?;
+        sys::unix_listen_abstract(&l, &name, p.tasks as i32)
+            .map_err(|e| format!("listening on @{name}: {e}"))?;
+        out.push((l, port));
+    }
+    Ok(out)
+}
+
+/// Server side of `-U`: accepts on each listener one connection from every client task, each
+/// starting with a setup message naming its client task. Returns each server task's sockets
+/// in client task order.
+fn unix_accept(p: &Params, listeners: &[(OwnedFd, u16)]) -> Result<Vec<Endpoint>, String> {
+    let n = p.tasks as usize;
+    let deadline = Instant::now() + UNIX_SETUP_TIMEOUT;
+    let mut out = Vec::new();
+    for (l, port) in listeners {
+        let name = unix_name(*port);
+        let mut slots: Vec<Option<OwnedFd>> = (0..n).map(|_| None).collect();
+        for _ in 0..n {
+            let c =
+                sys::accept_until(l, deadline).map_err(|e| format!("accepting on @{name}: {e}"))?;
+            // The setup message: the magic and the client task.
+            let mut b = [0u8; 8];
+            let r = loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() || interrupted() {
+                    return Err(format!("no setup message on @{name}"));
+                }
+                let _ = librds::poll_fds(&[(c.as_raw_fd(), libc::POLLIN)], left);
+                match sys::recv_connected(c.as_raw_fd(), &mut b, libc::MSG_DONTWAIT) {
+                    Ok(r) => break r,
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                    Err(e) => return Err(format!("setup message on @{name}: {e}")),
+                }
+            };
+            let j = u32::from_le_bytes([b[4], b[5], b[6], b[7]]) as usize;
+            if r.len != b.len() || r.truncated || &b[..4] != UNIX_SETUP_MAGIC || j >= n {
+                return Err(format!("bad setup message on @{name}"));
+            }
+            if slots[j].is_some() {
+                return Err(format!("client task {j} connected twice to @{name}"));
+            }
+            size_buffers(c.as_raw_fd(), p, 1)?;
+            slots[j] = Some(c);
+        }
+        out.push(Endpoint::Unix(slots.into_iter().flatten().collect()));
+    }
+    Ok(out)
+}
+
+/// Client side of `-U`: for each client task, one `AF_UNIX` `SOCK_SEQPACKET` socket connected
+/// to each server task (named after the ports in the server's reply), each first sending the
+/// setup message.
+fn unix_connect(p: &Params, peer_ports: &[u16]) -> Result<Vec<Endpoint>, String> {
+    if peer_ports.len() != p.tasks as usize {
+        return Err(format!(
+            "the passive instance has {} tasks, {} asked for",
+            peer_ports.len(),
+            p.tasks
+        ));
+    }
+    let mut out = Vec::new();
+    for j in 0..p.tasks {
+        let mut fds = Vec::new();
+        for &port in peer_ports {
+            let name = unix_name(port);
+            let s = sys::seqpacket_socket()
+                .map_err(|e| format!("socket(AF_UNIX, SOCK_SEQPACKET): {e}"))?;
+            size_buffers(s.as_raw_fd(), p, 1)?;
+            sys::unix_connect_abstract(&s, &name)
+                .map_err(|e| format!("connecting to @{name}: {e}"))?;
+            let setup = Wire::default().bytes(UNIX_SETUP_MAGIC).u32(j).0;
+            sys::send2_connected(s.as_raw_fd(), &setup, &[], libc::MSG_NOSIGNAL)
+                .map_err(|e| format!("setup message to @{name}: {e}"))?;
+            fds.push(s);
+        }
+        out.push(Endpoint::Unix(fds));
+    }
+    Ok(out)
+}
+
 /// Opens and binds one RDS socket per task (to `base+1+i`, or a free port when `base` is
 /// `None`) with buffers that fit everything in flight. Returns each socket with its port.
 fn open_sockets(
@@ -496,9 +674,7 @@ fn open_sockets(
     base: Option<u16>,
 ) -> Result<Vec<(RdsSocket, u16)>, String> {
     let peers = p.tasks as usize;
-    let per_msg = p.req as usize + p.ack as usize + 2 * RDS_OVERHEAD;
-    let want = p.depth as usize * peers * per_msg + p.req.max(p.ack) as usize + 65536;
-    let biggest = p.req.max(p.ack) as usize + RDS_OVERHEAD;
+    let (want, biggest) = buffer_bytes(p, peers);
     let mut out = Vec::new();
     for i in 0..p.tasks {
         let s = RdsSocket::new()
@@ -745,9 +921,29 @@ fn decode(b: &[u8]) -> Result<Header, String> {
     })
 }
 
+/// Who a peer task is: its RDS address, or (`-U`) its task number.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PeerId {
+    Rds(SocketAddrV4),
+    Unix(u16),
+}
+
+impl fmt::Display for PeerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PeerId::Rds(a) => write!(f, "{a}"),
+            PeerId::Unix(t) => write!(f, "peer task {t} (AF_UNIX)"),
+        }
+    }
+}
+
 /// One peer task as a task sees it.
 struct Peer {
-    addr: SocketAddrV4,
+    id: PeerId,
+    /// The connected socket to the peer (`-U`); over RDS, the task's own socket.
+    fd: RawFd,
+    /// `-U`: the peer closed its socket (end of file), at the end of a run.
+    closed: bool,
     next_seq: u64,
     inflight: VecDeque<(u64, Instant)>,
     expect_req: u64,
@@ -755,6 +951,7 @@ struct Peer {
 
 struct Task {
     idx: u16,
+    /// The task's RDS socket (unused with `-U`, where each peer has its own).
     fd: RawFd,
     p: Params,
     send_requests: bool,
@@ -765,6 +962,8 @@ struct Task {
     st: Arc<Stats>,
     printed: u64,
     rr: usize,
+    /// What the task polls while it waits (kept to save an allocation per wait).
+    pollset: Vec<(RawFd, i16)>,
 }
 
 impl Task {
@@ -795,9 +994,17 @@ impl Task {
             pcsum: if self.p.pcsum { fnv(body) } else { 0 },
         };
         let head = encode(&h);
-        let dest = self.peers[peer].addr;
+        let dest = self.peers[peer].id;
         let t = Instant::now();
-        let r = sys::send2(self.fd, &head, body, dest, libc::MSG_DONTWAIT);
+        let r = match dest {
+            PeerId::Rds(a) => sys::send2(self.fd, &head, body, a, libc::MSG_DONTWAIT),
+            PeerId::Unix(_) => sys::send2_connected(
+                self.peers[peer].fd,
+                &head,
+                body,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            ),
+        };
         self.st
             .send_ns
             .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -826,13 +1033,20 @@ impl Task {
         }
     }
 
-    fn handle(&mut self, buf: &[u8], r: Received) {
+    /// Handles a message received on the task's RDS socket: finds the peer by its address.
+    fn handle_from(&mut self, buf: &[u8], r: Received) {
         let Some(from) = r.from else {
             return self.error("a message without a sender address".into());
         };
-        let Some(pi) = self.peers.iter().position(|p| p.addr == from) else {
+        let Some(pi) = self.peers.iter().position(|p| p.id == PeerId::Rds(from)) else {
             return self.error(format!("a message from {from}, which is no peer task"));
         };
+        self.handle(pi, buf, r);
+    }
+
+    /// Handles a message from peer task `pi`.
+    fn handle(&mut self, pi: usize, buf: &[u8], r: Received) {
+        let from = self.peers[pi].id;
         if r.truncated {
             return self.error(format!(
                 "a message from {from} longer than {} bytes",
@@ -931,6 +1145,7 @@ impl Task {
         let npeers = self.peers.len();
         while !self.shared.stop.load(Ordering::Relaxed) {
             let mut progressed = false;
+            // Why a send did not go out, and to which peer.
             let mut blocked = None;
             // Acks first: the peer waits for them.
             while let Some(&(pi, seq)) = self.pending_acks.front() {
@@ -941,7 +1156,7 @@ impl Task {
                         progressed = true;
                     }
                     Ok(Some(b)) => {
-                        blocked = Some(b);
+                        blocked = Some((b, pi));
                         break;
                     }
                     Err(e) => return self.shared.fail(format!("task {}: {e}", self.idx)),
@@ -965,7 +1180,7 @@ impl Task {
                                 progressed = true;
                             }
                             Ok(Some(b)) => {
-                                blocked = Some(b);
+                                blocked = Some((b, pi));
                                 self.rr = pi;
                                 break 'peers;
                             }
@@ -974,23 +1189,49 @@ impl Task {
                     }
                 }
             }
-            for _ in 0..64 {
-                match sys::recv(self.fd, &mut buf, libc::MSG_DONTWAIT) {
-                    Ok(r) => {
-                        self.handle(&buf, r);
-                        progressed = true;
-                    }
-                    Err(e)
-                        if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR)) =>
-                    {
-                        break
-                    }
-                    Err(e) => {
-                        return self.shared.fail(format!(
-                            "task {}: recvmsg: {} ({e})",
-                            self.idx,
-                            sys::errno_name(&e)
-                        ))
+            // Up to 64 messages from each socket: the task's RDS socket, or with `-U` the
+            // socket of each peer.
+            let nsocks = if self.p.unix { npeers } else { 1 };
+            for si in 0..nsocks {
+                if self.p.unix && self.peers[si].closed {
+                    continue;
+                }
+                for _ in 0..64 {
+                    let r = if self.p.unix {
+                        sys::recv_connected(self.peers[si].fd, &mut buf, libc::MSG_DONTWAIT)
+                    } else {
+                        sys::recv(self.fd, &mut buf, libc::MSG_DONTWAIT)
+                    };
+                    match r {
+                        // End of file: the peer instance closed its sockets at the end of the
+                        // run (a 0-byte message is never sent).
+                        Ok(r) if self.p.unix && r.len == 0 && !r.truncated => {
+                            self.peers[si].closed = true;
+                            break;
+                        }
+                        Ok(r) => {
+                            if self.p.unix {
+                                self.handle(si, &buf, r);
+                            } else {
+                                self.handle_from(&buf, r);
+                            }
+                            progressed = true;
+                        }
+                        Err(e)
+                            if matches!(
+                                e.raw_os_error(),
+                                Some(libc::EAGAIN) | Some(libc::EINTR)
+                            ) =>
+                        {
+                            break
+                        }
+                        Err(e) => {
+                            return self.shared.fail(format!(
+                                "task {}: recvmsg: {} ({e})",
+                                self.idx,
+                                sys::errno_name(&e)
+                            ))
+                        }
                     }
                 }
             }
@@ -1003,11 +1244,26 @@ impl Task {
             }
             if !progressed {
                 let (events, ms) = match blocked {
-                    Some(Blocked::Congested) => (libc::POLLIN, 2),
-                    Some(Blocked::Full) => (libc::POLLIN | libc::POLLOUT, 20),
+                    Some((Blocked::Congested, _)) => (libc::POLLIN, 2),
+                    Some((Blocked::Full, _)) => (libc::POLLIN | libc::POLLOUT, 20),
                     None => (libc::POLLIN, 50),
                 };
-                if let Err(e) = librds::poll_fds(&[(self.fd, events)], Duration::from_millis(ms)) {
+                self.pollset.clear();
+                if self.p.unix {
+                    // Every open peer socket for input; the blocked one for output too.
+                    for (k, peer) in self.peers.iter().enumerate() {
+                        if !peer.closed {
+                            let ev = match blocked {
+                                Some((_, b)) if b == k => events,
+                                _ => libc::POLLIN,
+                            };
+                            self.pollset.push((peer.fd, ev));
+                        }
+                    }
+                } else {
+                    self.pollset.push((self.fd, events));
+                }
+                if let Err(e) = librds::poll_fds(&self.pollset, Duration::from_millis(ms)) {
                     return self.shared.fail(format!("task {}: poll: {e}", self.idx));
                 }
             }
@@ -1070,13 +1326,13 @@ fn run(
     o: &Opts,
     role: &str,
     p: Params,
-    socks: Vec<(RdsSocket, u16)>,
+    eps: Vec<Endpoint>,
     peers: Vec<SocketAddrV4>,
     mut tcp: TcpStream,
 ) -> Result<bool, String> {
     let send_requests = !(p.one_way && role == "server");
     println!(
-        "negotiated options: {} tasks per side, {} B requests, {} B acks, depth {}, {}{}{}",
+        "negotiated options: {} tasks per side, {} B requests, {} B acks, depth {}, {}{}{}{}",
         p.tasks,
         p.req,
         p.ack,
@@ -1088,42 +1344,73 @@ fn run(
         },
         if p.one_way { ", one-way" } else { "" },
         if p.pcsum { ", payload checksums" } else { "" },
+        if p.unix {
+            ", over AF_UNIX SOCK_SEQPACKET"
+        } else {
+            ""
+        },
     );
     if o.verbose {
-        let mine: Vec<u16> = socks.iter().map(|(_, port)| *port).collect();
-        println!("local ports {mine:?}, peer tasks {peers:?}");
+        if p.unix {
+            println!("AF_UNIX: one connected socket per pair of tasks");
+        } else {
+            let mine: Vec<u16> = eps
+                .iter()
+                .filter_map(|e| match e {
+                    Endpoint::Rds(_, port) => Some(*port),
+                    Endpoint::Unix(_) => None,
+                })
+                .collect();
+            println!("local ports {mine:?}, peer tasks {peers:?}");
+        }
     }
     let pat = Arc::new(pattern(p.req.max(p.ack) as usize + PATTERN_SPREAD));
     let shared = Arc::new(Shared::default());
     let mut stats = Vec::new();
     let mut handles = Vec::new();
-    for (i, (s, _)) in socks.into_iter().enumerate() {
+    for (i, ep) in eps.into_iter().enumerate() {
         let st = Arc::new(Stats::default());
         stats.push(st.clone());
+        let peer = |id, fd| Peer {
+            id,
+            fd,
+            closed: false,
+            next_seq: 1,
+            inflight: VecDeque::new(),
+            expect_req: 1,
+        };
+        let (fd, task_peers) = match &ep {
+            Endpoint::Rds(s, _) => {
+                let fd = s.as_raw_fd();
+                let ps = peers.iter().map(|&a| peer(PeerId::Rds(a), fd)).collect();
+                (fd, ps)
+            }
+            Endpoint::Unix(fds) => {
+                let ps = fds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, f)| peer(PeerId::Unix(k as u16), f.as_raw_fd()))
+                    .collect();
+                (-1, ps)
+            }
+        };
         let task = Task {
             idx: i as u16,
-            fd: s.as_raw_fd(),
+            fd,
             p,
             send_requests,
-            peers: peers
-                .iter()
-                .map(|&addr| Peer {
-                    addr,
-                    next_seq: 1,
-                    inflight: VecDeque::new(),
-                    expect_req: 1,
-                })
-                .collect(),
+            peers: task_peers,
             pending_acks: VecDeque::new(),
             pattern: pat.clone(),
             shared: shared.clone(),
             st,
             printed: 0,
             rr: 0,
+            pollset: Vec::new(),
         };
         handles.push(thread::spawn(move || {
-            // The socket lives as long as its task.
-            let _s = s;
+            // The sockets live as long as their task.
+            let _ep = ep;
             task.run();
         }));
     }
