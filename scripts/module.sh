@@ -24,6 +24,9 @@ llvm=(); grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/.config" && llvm=(LLVM=1)
 
 dest=$top/target/kmod/$(basename "$kdir")$suffix
 mkdir -p "$dest"
+# One build of a variant at a time (quick runs and make test may overlap).
+exec 9> "$dest.lock"
+flock 9
 rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
   --exclude '*.mod*' --exclude 'modules.order' --exclude 'Module.symvers' --exclude '*.d' \
   --include 'Kbuild' --include 'rds/***' --include 'rds_loop/***' --include 'bindings/***' \

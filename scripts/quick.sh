@@ -4,7 +4,9 @@
 # as `make test` judges (kernel log, kmemleak, every check). `make test` stays the complete run.
 #   scripts/quick.sh [rs|c] SUITE[,SUITE...] [ARGS...]
 # e.g. `scripts/quick.sh rdma`, `scripts/quick.sh c sendrecv,poll`,
-# `scripts/quick.sh faults load 20000 600`. QUICK_TIMEOUT bounds the guest (default 900 s).
+# `scripts/quick.sh faults load 20000 600`. QUICK_TIMEOUT bounds the guest (default 900 s);
+# results go to target/quick/IMPL-SUITES (QUICK_OUT overrides), so runs of different suites may
+# overlap.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -19,7 +21,7 @@ kdir=$(bash "$here/kernel.sh" debug)
 module=$(bash "$here/module.sh" "$kdir" test)
 cargo build --release --quiet -p rds-tests
 tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests
-out=$top/target/quick
+out=${QUICK_OUT:-$top/target/quick/$impl-${suites//,/_}}
 rm -rf "$out"; mkdir -p "$out"
 q() { printf '%q ' "$@"; }
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "${QUICK_TIMEOUT:-900}" --cpus 1 -- \
