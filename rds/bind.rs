@@ -10,13 +10,12 @@
 //! a reference to each bound socket, dropped when the socket unbinds at close.
 
 use crate::bindings::net::{eaddrinuse, random_u16, NetId, SockRef};
+use crate::bindings::sync::{new_spinlock_bh, SpinLockBh};
 use crate::proto::{bind_candidates, SockAddr, PROBE_PORT};
 use crate::socket::Rds;
 use kernel::{
-    new_spinlock,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::SpinLock,
 };
 
 /// The key of one binding.
@@ -30,17 +29,18 @@ pub(crate) struct BindKey {
 /// All bindings of all RDS sockets.
 ///
 /// Lock order: `RdsSocket::inner` before `BindTable::bound`; nothing is taken inside `bound`.
+/// Arriving messages look sockets up from softirq context too, hence a BH-safe lock.
 #[pin_data]
 pub(crate) struct BindTable {
     #[pin]
-    bound: SpinLock<RBTree<BindKey, SockRef<Rds>>>,
+    bound: SpinLockBh<RBTree<BindKey, SockRef<Rds>>>,
 }
 
 impl BindTable {
     /// Creates an empty table.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            bound <- new_spinlock!(RBTree::new(), "BindTable::bound"),
+            bound <- new_spinlock_bh!(RBTree::new(), "BindTable::bound"),
         })
     }
 
@@ -52,7 +52,7 @@ impl BindTable {
             return Err(EINVAL);
         }
         // Allocate before taking the lock.
-        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mut bound = self.bound.lock();
         for port in bind_candidates(addr.port, random_u16()) {
             let key = BindKey {
