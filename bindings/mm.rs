@@ -18,8 +18,9 @@ use core::{
 };
 use kernel::{error::to_result, prelude::*, sync::Arc};
 
-/// The page size (x86-64).
-pub(crate) const PAGE_SIZE: usize = 4096;
+/// The kernel's page size; the module assumes 4 KiB where it meets the ABI (checked at
+/// build time in `rds/message.rs`).
+pub(crate) const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
 /// User pages pinned with `pin_user_pages_fast`; unpinned when dropped (and marked dirty if
 /// they were written to).
