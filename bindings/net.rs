@@ -811,6 +811,31 @@ impl<'a> MsgHdr<'a> {
         Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_ptr().cast(), offset, len) })
     }
 
+    /// Appends up to `len` bytes of payload from the caller's iovecs to `dst`
+    /// (`copy_from_iter`), which must have room for them; returns the bytes copied, short when
+    /// user memory faults. `EINVAL` when `dst` has less than `len` bytes of spare capacity.
+    pub(crate) fn copy_into_vec(&mut self, dst: &mut KVec<u8>, len: usize) -> Result<usize> {
+        let spare = dst.spare_capacity_mut();
+        if spare.len() < len {
+            return Err(EINVAL);
+        }
+        // SAFETY: `msg` is the valid msghdr of the current call; `spare` is valid for writes
+        // of `len` bytes (checked above) and `copy_from_iter` writes at most that many.
+        let n = unsafe { raw::rds_rs_msg_copy_from(self.msg, spare.as_mut_ptr().cast(), len) };
+        let n = n.min(len);
+        // SAFETY: The first `n` bytes of the spare capacity were initialised by the copy.
+        unsafe { dst.set_len(dst.len() + n) };
+        Ok(n)
+    }
+
+    /// Copies `src` to the caller's iovecs (`copy_to_iter`); returns the bytes copied, short
+    /// when user memory faults or the iovecs are full.
+    pub(crate) fn copy_from_slice(&mut self, src: &[u8]) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call; `src` is valid for reads of
+        // its length.
+        unsafe { raw::rds_rs_msg_copy_to(self.msg, src.as_ptr().cast(), src.len()) }
+    }
+
     /// Undoes the last `n` bytes of copying (`iov_iter_revert`).
     pub(crate) fn revert(&mut self, n: usize) {
         // SAFETY: `msg` is the valid msghdr of the current call; callers revert only what

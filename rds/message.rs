@@ -42,8 +42,53 @@ pub(crate) trait LentFrags: Send + Sync {
     fn try_for_each(&self, f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result;
 }
 
+/// Payloads up to this size live in one physically contiguous kernel buffer (`kmalloc`) rather
+/// than in pages of their own (as C carves small payloads out of a shared page,
+/// `rds_page_remainder_alloc`): one allocation instead of a page vector and a page allocation
+/// per 4 KiB. Above one page the buffer is a higher-order allocation that may fail under
+/// fragmentation; the payload then takes pages after all.
+const SMALL_MAX: usize = 4 * PAGE_SIZE;
+
+/// One piece of a payload, as [`Payload::try_for_each_frag`] hands it out.
+pub(crate) enum Frag<'a> {
+    /// `len` bytes at `offset` in a page (the payload's own page or a transport's fragment).
+    Page(&'a Page, usize, usize),
+    /// Bytes in a kernel buffer (a small payload); physically contiguous, so one fragment
+    /// for a device too.
+    Bytes(&'a [u8]),
+}
+
+impl Frag<'_> {
+    /// The fragment's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Frag::Page(_, _, n) => *n,
+            Frag::Bytes(b) => b.len(),
+        }
+    }
+
+    /// Copies bytes of the fragment from `offset` into `dst` (`EINVAL` when they are not all
+    /// in the fragment).
+    fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let end = offset.checked_add(dst.len()).ok_or(EINVAL)?;
+        if end > self.len() {
+            return Err(EINVAL);
+        }
+        match self {
+            Frag::Page(page, off, _) => page_read(page, off + offset, dst),
+            Frag::Bytes(b) => {
+                dst.copy_from_slice(b.get(offset..end).ok_or(EINVAL)?);
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Where a payload's bytes are.
 enum Store {
+    /// A small payload (at most [`SMALL_MAX`] bytes) in one physically contiguous kernel
+    /// buffer.
+    Small(KVec<u8>),
     /// Pages the core allocated: the bytes packed from the start of the first page,
     /// `PAGE_SIZE` per page.
     Own(KVec<Page>),
@@ -56,7 +101,8 @@ enum Store {
 ///
 /// # Invariants
 ///
-/// `len` is the number of bytes `store` holds (for `Own`, `ceil(len / PAGE_SIZE)` pages).
+/// `len` is the number of bytes `store` holds (for `Small`, the buffer's length, at most
+/// [`SMALL_MAX`]; for `Own`, `ceil(len / PAGE_SIZE)` pages).
 pub(crate) struct Payload {
     len: usize,
     store: Store,
@@ -67,7 +113,7 @@ impl Payload {
     pub(crate) fn empty() -> Self {
         Self {
             len: 0,
-            store: Store::Own(KVec::new()),
+            store: Store::Small(KVec::new()),
         }
     }
 
@@ -84,6 +130,23 @@ impl Payload {
     /// Copies `len` bytes of a `sendmsg`'s payload into new pages, charged to the caller's
     /// memory cgroup; `EFAULT` when user memory faults.
     pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
+        let small = if len <= PAGE_SIZE {
+            Some(KVec::with_capacity(len, GFP_KERNEL_ACCOUNT)?)
+        } else if len <= SMALL_MAX {
+            KVec::with_capacity(len, GFP_KERNEL_ACCOUNT | __GFP_NOWARN).ok()
+        } else {
+            None
+        };
+        if let Some(mut buf) = small {
+            if msg.copy_into_vec(&mut buf, len)? != len {
+                return Err(EFAULT);
+            }
+            // INVARIANT: the buffer holds the `len` bytes copied.
+            return Ok(Self {
+                len,
+                store: Store::Small(buf),
+            });
+        }
         let pages = Self::alloc(len, GFP_KERNEL_ACCOUNT)?;
         let mut left = len;
         for page in pages.iter() {
@@ -100,8 +163,17 @@ impl Payload {
         })
     }
 
-    /// Copies `bytes` into new pages.
+    /// Copies `bytes` into a new payload.
     pub(crate) fn from_bytes(bytes: &[u8], flags: Flags) -> Result<Self> {
+        if bytes.len() <= SMALL_MAX {
+            let mut buf = KVec::with_capacity(bytes.len(), flags)?;
+            buf.extend_from_slice(bytes, flags)?;
+            // INVARIANT: the buffer holds the bytes.
+            return Ok(Self {
+                len: bytes.len(),
+                store: Store::Small(buf),
+            });
+        }
         let mut pages = Self::alloc(bytes.len(), flags)?;
         for (page, chunk) in pages.iter_mut().zip(bytes.chunks(PAGE_SIZE)) {
             page_write(page, 0, chunk)?;
@@ -134,22 +206,28 @@ impl Payload {
         self.len
     }
 
-    /// Calls `f(page, offset, len)` for each fragment in order, until it fails.
-    pub(crate) fn try_for_each_frag(
-        &self,
-        mut f: impl FnMut(&Page, usize, usize) -> Result,
-    ) -> Result {
+    /// Calls `f` for each fragment in order, until it fails.
+    pub(crate) fn try_for_each_frag(&self, mut f: impl FnMut(Frag<'_>) -> Result) -> Result {
         match &self.store {
+            Store::Small(buf) => {
+                if buf.is_empty() {
+                    Ok(())
+                } else {
+                    f(Frag::Bytes(buf))
+                }
+            }
             Store::Own(pages) => {
                 let mut left = self.len;
                 for page in pages.iter() {
                     let n = left.min(PAGE_SIZE);
-                    f(page, 0, n)?;
+                    f(Frag::Page(page, 0, n))?;
                     left -= n;
                 }
                 Ok(())
             }
-            Store::Lent(frags) => frags.try_for_each(&mut f),
+            Store::Lent(frags) => {
+                frags.try_for_each(&mut |page, off, n| f(Frag::Page(page, off, n)))
+            }
         }
     }
 
@@ -158,12 +236,15 @@ impl Payload {
     pub(crate) fn copy_to_user(&self, msg: &mut MsgHdr<'_>, max: usize) -> usize {
         let mut left = max.min(self.len);
         let mut copied = 0;
-        let _ = self.try_for_each_frag(|page, off, n| {
-            let n = n.min(left);
+        let _ = self.try_for_each_frag(|frag| {
+            let n = frag.len().min(left);
             if n == 0 {
                 return Err(EAGAIN);
             }
-            let got = msg.copy_from_page(page, off, n)?;
+            let got = match frag {
+                Frag::Page(page, off, _) => msg.copy_from_page(page, off, n)?,
+                Frag::Bytes(b) => msg.copy_from_slice(b.get(..n).ok_or(EINVAL)?),
+            };
             copied += got;
             left -= got;
             if got != n {
@@ -182,14 +263,14 @@ impl Payload {
         }
         let mut at = 0usize;
         let mut done = 0usize;
-        self.try_for_each_frag(|page, off, n| {
-            let frag = at..at + n;
-            at += n;
+        self.try_for_each_frag(|f| {
+            let frag = at..at + f.len();
+            at += f.len();
             let lo = frag.start.max(offset + done);
             let hi = frag.end.min(end);
             if lo < hi {
                 let d = dst.get_mut(lo - offset..hi - offset).ok_or(EINVAL)?;
-                page_read(page, off + (lo - frag.start), d)?;
+                f.read(lo - frag.start, d)?;
                 done = hi - offset;
             }
             Ok(())
@@ -384,9 +465,11 @@ impl Message {
         self.flags() & FLAG_CONG_BITMAP != 0
     }
 
-    /// The wire header, with `ack` in `h_ack` and its checksum (C: the header part of the
-    /// transports' `xmit`): at most one extension header, as C 6.12 writes (`RDS_EXTHDR_RDMA`
-    /// for an RDMA operation, else `RDS_EXTHDR_RDMA_DEST` for a cookie).
+    /// The wire header, with `ack` in `h_ack` (C: the header part of the transports' `xmit`):
+    /// at most one extension header, as C 6.12 writes (`RDS_EXTHDR_RDMA` for an RDMA
+    /// operation, else `RDS_EXTHDR_RDMA_DEST` for a cookie). `h_csum` is 0 (unchecked): a
+    /// transport that checksums its headers (IB, as C's) adds it with
+    /// [`Header::with_checksum`]; C's loopback and TCP do not.
     pub(crate) fn header(&self, ack: u64) -> Header {
         let mut h = Header {
             sequence: self.seq(),
@@ -411,7 +494,7 @@ impl Message {
             // An empty area always has room for one extension header.
             let _ = h.add_ext(e);
         }
-        h.with_checksum()
+        h
     }
 
     /// Calls `f` with the owner state, under its lock (which comes before the sender's

@@ -89,10 +89,13 @@ pub(crate) fn incoming(
             return Err(e);
         }
     };
-    conn.ack_received(frame.hdr.ack);
     match frame.kind {
-        FrameKind::AckOnly => return Ok(()),
+        FrameKind::AckOnly => {
+            conn.ack_received(frame.hdr.ack);
+            return Ok(());
+        }
         FrameKind::CongMap => {
+            conn.ack_received(frame.hdr.ack);
             let freed = conn.fcong.update_from(&payload);
             conn.shared
                 .cong
@@ -102,7 +105,8 @@ pub(crate) fn incoming(
         FrameKind::Data => {}
     }
     let h = frame.hdr;
-    if conn.rx_data(h.sequence, h.flags) == RxVerdict::Duplicate {
+    // The frame's ack is settled with the sequence check, under one lock.
+    if conn.rx_data(h.ack, h.sequence, h.flags) == RxVerdict::Duplicate {
         stats::inc(Stat::RecvDropOldSeq);
         return Ok(());
     }
@@ -282,10 +286,26 @@ impl RdsSocket {
         d.cong_notify != 0
     }
 
-    /// The message at the head of the receive queue, if any.
-    fn peek(&self) -> Option<Arc<Incoming>> {
+    /// What `recvmsg` finds first, with what it needs from the socket to return a message,
+    /// under one lock.
+    fn head(&self) -> Head {
         let mut d = self.data.lock();
-        d.recv_queue.cursor_front().map(|c| c.current().into())
+        if !d.notify_queue.is_empty() {
+            return Head::Notes;
+        }
+        if d.cong_notify != 0 {
+            return Head::Cong(d.cong_notify);
+        }
+        let (rx_traces, rx_trace_pos, scope_id) = (d.rx_traces, d.rx_trace_pos, d.scope_id);
+        match d.recv_queue.cursor_front() {
+            Some(c) => Head::Msg {
+                inc: c.current().into(),
+                rx_traces,
+                rx_trace_pos,
+                scope_id,
+            },
+            None => Head::Empty,
+        }
     }
 
     /// Whether `recvmsg` has something to return (C: the wait condition of `rds_recvmsg`).
@@ -364,6 +384,23 @@ impl RdsSocket {
     }
 }
 
+/// What is at the head of a socket's receive side ([`RdsSocket::head`]).
+enum Head {
+    /// Completion notifications are pending.
+    Notes,
+    /// Congestion notifications (the port bits) are pending.
+    Cong(u64),
+    /// A message, and the socket's receive-trace settings and scope id.
+    Msg {
+        inc: Arc<Incoming>,
+        rx_traces: u8,
+        rx_trace_pos: [u8; 3],
+        scope_id: u32,
+    },
+    /// Nothing.
+    Empty,
+}
+
 /// `recvmsg(2)` on an RDS socket (C: `rds_recvmsg`).
 pub(crate) fn recvmsg(
     sock: &Sock<Rds>,
@@ -382,17 +419,26 @@ pub(crate) fn recvmsg(
         return sock.recv_errqueue(msg, len);
     }
     loop {
-        // Pending notifications first, and nothing else.
-        if let Some(r) = s.take_notifications(msg) {
-            return r.map(|()| 0);
-        }
-        let notify = s.data.lock().cong_notify;
-        if notify != 0 {
-            msg.put_cmsg(SOL_RDS, RDS_CMSG_CONG_UPDATE, &notify.to_ne_bytes())?;
-            s.data.lock().cong_notify &= !notify;
-            return Ok(0);
-        }
-        let Some(inc) = s.peek() else {
+        let (inc, rx_traces, rx_trace_pos, scope_id) = match s.head() {
+            // Pending notifications first, and nothing else.
+            Head::Notes => match s.take_notifications(msg) {
+                Some(r) => return r.map(|()| 0),
+                None => continue,
+            },
+            Head::Cong(notify) => {
+                msg.put_cmsg(SOL_RDS, RDS_CMSG_CONG_UPDATE, &notify.to_ne_bytes())?;
+                s.data.lock().cong_notify &= !notify;
+                return Ok(0);
+            }
+            Head::Msg {
+                inc,
+                rx_traces,
+                rx_trace_pos,
+                scope_id,
+            } => (Some(inc), rx_traces, rx_trace_pos, scope_id),
+            Head::Empty => (None, 0, [0; 3], 0),
+        };
+        let Some(inc) = inc else {
             if timeo.is_zero() {
                 return Err(EAGAIN);
             }
@@ -424,10 +470,6 @@ pub(crate) fn recvmsg(
             }
             msg.add_flags(MSG_TRUNC);
         }
-        let (rx_traces, rx_trace_pos, scope_id) = {
-            let d = s.data.lock();
-            (d.rx_traces, d.rx_trace_pos, d.scope_id)
-        };
         put_recv_cmsgs(sock, msg, &inc, rx_traces, rx_trace_pos).map_err(|_| EFAULT)?;
         stats::inc(Stat::RecvDelivered);
         if msg.wants_name() {

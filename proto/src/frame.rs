@@ -127,6 +127,10 @@ fn be32(b: &[u8]) -> Option<u32> {
 ///
 /// [`FrameError::TruncatedExt`] for a known type whose payload does not fit.
 pub fn walk_exthdrs(area: &[u8; EXTHDR_SPACE]) -> Result<RdmaExts, FrameError> {
+    if area[0] == 0 {
+        // No extension header: the common case.
+        return Ok((None, None));
+    }
     let mut rkey = None;
     let mut dest = None;
     let mut pos = 0usize;
@@ -163,7 +167,7 @@ pub fn parse_frame(
     bytes: &[u8; HEADER_LEN],
     payload_len: Option<u64>,
 ) -> Result<Frame, FrameError> {
-    let hdr = Header::decode(bytes).map_err(|_| FrameError::LenMismatch)?;
+    let hdr = Header::from_bytes(bytes);
     if hdr.csum != 0 && !verify_checksum(bytes) {
         return Err(FrameError::Checksum);
     }

@@ -991,8 +991,8 @@ stats! {
     RsRecvDropBadHeader => "rs_recv_drop_bad_header",
     /// rds-rs: messages sent again after a connection reset (`RDS_FLAG_RETRANSMITTED`).
     RsSendRetransmitted => "rs_send_retransmitted",
-    /// rds-rs: messages with an RDMA or atomic operation dropped at a reset
-    /// (`RDS_RDMA_DROPPED`), never resent.
+    /// rds-rs: RDMA and atomic operations reported `RDS_RDMA_DROPPED` at a reset (their
+    /// messages are never resent; one that was performed before the reset is not counted).
     RsSendOpDropped => "rs_send_op_dropped",
     /// rds-rs: idle connections reaped.
     RsConnReaped => "rs_conn_reaped",

@@ -165,6 +165,80 @@ impl AckState {
     }
 }
 
+/// [`AckState`] in atomics, for a connection whose frames carry piggybacked
+/// acks from any context without taking the connection's lock: the same
+/// rules, with `&self` methods. `received` and `reset` are meant to be called
+/// under the connection's lock (they race only with `piggyback` and `take`);
+/// a race between a receive and a piggyback at worst sends the same ack
+/// twice, never loses one.
+#[derive(Debug, Default)]
+pub struct AtomicAckState {
+    /// [`AckState::next`].
+    next: core::sync::atomic::AtomicU64,
+    /// [`AckState::unsent`] (bit 0) and [`AckState::requested`] (bit 1).
+    owed: core::sync::atomic::AtomicU8,
+}
+
+const ACK_UNSENT: u8 = 1;
+const ACK_REQUESTED: u8 = 2;
+
+impl AtomicAckState {
+    /// [`AckState::received`].
+    pub fn received(&self, seq: u64, ack_required: bool) {
+        use core::sync::atomic::Ordering;
+        self.next.store(seq, Ordering::Release);
+        let bits = if ack_required {
+            ACK_UNSENT | ACK_REQUESTED
+        } else {
+            ACK_UNSENT
+        };
+        self.owed.fetch_or(bits, Ordering::AcqRel);
+    }
+
+    /// [`AckState::piggyback`].
+    pub fn piggyback(&self) -> u64 {
+        use core::sync::atomic::Ordering;
+        self.owed.swap(0, Ordering::AcqRel);
+        self.next.load(Ordering::Acquire)
+    }
+
+    /// The value of an ack-only frame if any ack is owed (moved since it was
+    /// last sent, or requested), which then counts as sent.
+    pub fn take(&self) -> Option<u64> {
+        use core::sync::atomic::Ordering;
+        if self.owed.swap(0, Ordering::AcqRel) == 0 {
+            None
+        } else {
+            Some(self.next.load(Ordering::Acquire))
+        }
+    }
+
+    /// [`AckState::due`].
+    #[must_use]
+    pub fn due(&self) -> bool {
+        self.owed.load(core::sync::atomic::Ordering::Acquire) & ACK_REQUESTED != 0
+    }
+
+    /// The state as an [`AckState`] (a snapshot).
+    #[must_use]
+    pub fn snapshot(&self) -> AckState {
+        use core::sync::atomic::Ordering;
+        let owed = self.owed.load(Ordering::Acquire);
+        AckState {
+            next: self.next.load(Ordering::Acquire),
+            requested: owed & ACK_REQUESTED != 0,
+            unsent: owed & ACK_UNSENT != 0,
+        }
+    }
+
+    /// [`AckState::reset`].
+    pub fn reset(&self) {
+        use core::sync::atomic::Ordering;
+        self.next.store(0, Ordering::Release);
+        self.owed.store(0, Ordering::Release);
+    }
+}
+
 /// Whether a message with sequence number `seq` on the retransmit list is
 /// covered by an ack of `ack` (C: `rds_send_is_acked`, plain comparison).
 #[must_use]

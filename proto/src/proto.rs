@@ -102,8 +102,8 @@ pub use info::{
     TRANSNAMSIZ,
 };
 pub use link::{
-    is_acked, msg_charge, on_reset, AckState, Backoff, ConnState, GuessLimit, OnReset, GUESS_BURST,
-    GUESS_PER_SEC, MSG_OVERHEAD, NOTIFY_MAX,
+    is_acked, msg_charge, on_reset, AckState, AtomicAckState, Backoff, ConnState, GuessLimit,
+    OnReset, GUESS_BURST, GUESS_PER_SEC, MSG_OVERHEAD, NOTIFY_MAX,
 };
 pub use mr::{
     check_atomic, check_rdma_args, check_rdma_bytes, check_registration, check_registration_mlock,

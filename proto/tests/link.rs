@@ -296,6 +296,47 @@ fn ack_state() {
     assert_eq!(a.piggyback(), 0);
 }
 
+/// The atomic form follows the same rules, checked step by step against the
+/// plain model.
+#[test]
+fn atomic_ack_state_matches_model() {
+    let a = rds_proto::AtomicAckState::default();
+    let mut m = AckState::default();
+    let steps: [(u8, u64, bool); 12] = [
+        (0, 5, false),
+        (1, 0, false),
+        (2, 0, false),
+        (0, 6, true),
+        (0, 7, false),
+        (2, 0, false),
+        (2, 0, false),
+        (0, 3, false),
+        (1, 0, false),
+        (0, u64::MAX, true),
+        (3, 0, false),
+        (2, 0, false),
+    ];
+    for (op, seq, req) in steps {
+        match op {
+            0 => {
+                a.received(seq, req);
+                m.received(seq, req);
+            }
+            1 => assert_eq!(a.piggyback(), m.piggyback()),
+            2 => {
+                let want = (m.unsent || m.requested).then(|| m.piggyback());
+                assert_eq!(a.take(), want);
+            }
+            _ => {
+                a.reset();
+                m.reset();
+            }
+        }
+        assert_eq!(a.snapshot(), m);
+        assert_eq!(a.due(), m.due());
+    }
+}
+
 // --- retransmission ---------------------------------------------------------------------------
 
 #[test]

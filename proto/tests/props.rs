@@ -81,6 +81,17 @@ proptest! {
         }
     }
 
+    /// The array decoder reads exactly what the field-by-field reader reads.
+    #[test]
+    fn from_bytes_matches_field_reader(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
+        prop_assert_eq!(Header::decode(&bytes), Header::decode_fields(&bytes));
+        if let Some(b) = bytes.first_chunk::<HEADER_LEN>() {
+            prop_assert_eq!(Header::from_bytes(b), Header::decode_fields(&bytes).unwrap());
+            let h = Header::from_bytes(b);
+            prop_assert_eq!(Header::from_bytes(&h.encode()), h);
+        }
+    }
+
     #[test]
     fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
         match Header::decode(&bytes) {
