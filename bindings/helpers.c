@@ -447,9 +447,16 @@ void rds_rs_defer(struct llist_node *node)
 		queue_work(system_unbound_wq, &rds_rs_deferred_work);
 }
 
-/* Until nothing is left: a deferred drop may defer more. */
+/*
+ * Until nothing is left: a deferred drop may defer more. Not from a work item: the module's
+ * workqueue is WQ_MEM_RECLAIM and must not wait for system_unbound_wq (check_flush_dependency
+ * warns), and a work item (a connection's send work delivering a loopback RDMA message) has
+ * no caller waiting for the values to go; they go when the deferred work runs.
+ */
 void rds_rs_defer_flush(void)
 {
+	if (current_work())
+		return;
 	do {
 		flush_work(&rds_rs_deferred_work);
 	} while (!llist_empty(&rds_rs_deferred));

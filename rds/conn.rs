@@ -47,14 +47,14 @@ use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork};
 use crate::cong::{CongRef, NetCong};
 use crate::message::Message;
 use crate::proto::{
-    on_reset, AckPacer, AckState, Addr, Backoff, ConnState, OnReset, RxSeq, Stat, TxSeq,
+    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, Stat, TxSeq,
     FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::send;
 use crate::socket::Shared;
 use crate::stats;
 use crate::transport::{ConnTransport, Transport, XmitError, XmitProgress};
-use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::{
     impl_has_work,
     list::{List, ListArc},
@@ -108,11 +108,8 @@ struct ConnInner {
     /// Receive-side sequence tracking.
     rx: RxSeq,
     /// What the peer is owed in acknowledgements.
-    acks: AckState,
     /// When to ask the peer for an ack.
     pacer: AckPacer,
-    /// A congestion-map update is due (C: `c_map_queued`).
-    map_queued: bool,
     /// The reconnect delay.
     backoff: Backoff,
     /// When the connection was last used (jiffies): a message queued or received.
@@ -164,6 +161,18 @@ pub(crate) struct Conn {
     destroyed: AtomicBool,
     /// A reconnect is scheduled (C: `RDS_RECONNECT_PENDING`).
     reconnect_pending: AtomicBool,
+    /// A congestion-map update is due (C: `c_map_queued`).
+    map_queued: AtomicBool,
+    /// What the peer is owed in acknowledgements; `received` and `reset` under `inner`, so
+    /// that piggybacking an ack takes no lock.
+    acks: AtomicAckState,
+    /// Every message on the retransmit list has a sequence number above this (written under
+    /// `inner`): an ack up to it settles nothing, and is handled without the lock.
+    acked: AtomicU64,
+    /// At least the number of messages on the send queue (raised under `inner` before a
+    /// message is visible there, lowered after one left), so that a drain can tell without
+    /// the lock that nothing is queued. Raised with `SeqCst`, which pairs with `in_xmit`.
+    queued: AtomicUsize,
     /// Set when the last drain stopped on a shortage, so the send work pauses first.
     backoff: AtomicBool,
     /// Bumped by every reset: frames a transport sent before it are stale.
@@ -289,9 +298,7 @@ impl Conn {
                         cursor: None,
                         tx: TxSeq::new(),
                         rx: RxSeq::new(),
-                        acks: AckState::default(),
                         pacer: AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes()),
-                        map_queued: false,
                         backoff: Backoff::default(),
                         last_used: sys::jiffies(),
                         pongs: [0; PONGS_MAX],
@@ -304,6 +311,10 @@ impl Conn {
                 send_gen: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
                 reconnect_pending: AtomicBool::new(false),
+                map_queued: AtomicBool::new(false),
+                acks: AtomicAckState::default(),
+                acked: AtomicU64::new(0),
+                queued: AtomicUsize::new(0),
                 backoff: AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
                 down_lock <- new_mutex!((), "Conn::down_lock"),
@@ -401,9 +412,10 @@ impl Conn {
         {
             let mut inner = self.inner.lock();
             inner.backoff.reset();
-            inner.map_queued = self.transport.sends_cong_maps();
             inner.last_used = sys::jiffies();
         }
+        self.map_queued
+            .store(self.transport.sends_cong_maps(), Ordering::Release);
         self.kick();
     }
 
@@ -485,21 +497,20 @@ impl Conn {
         {
             let mut inner = self.inner.lock();
             inner.cursor = None;
-            inner.map_queued = false;
+            self.map_queued.store(false, Ordering::Release);
             inner.pacer = AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes());
-            inner.acks.reset();
+            self.acks.reset();
             let mut requeue = List::<Message>::new();
             while let Some(m) = inner.retrans.pop_front() {
                 match on_reset(m.op.is_some()) {
                     OnReset::Retransmit => {
                         m.add_flags(FLAG_RETRANSMITTED | FLAG_ACK_REQUIRED);
                         stats::inc(Stat::RsSendRetransmitted);
+                        // INVARIANT: counted before it is on the queue.
+                        self.queued.fetch_add(1, Ordering::SeqCst);
                         requeue.push_back(m);
                     }
-                    OnReset::Drop => {
-                        stats::inc(Stat::RsSendOpDropped);
-                        dropped.push_back(m);
-                    }
+                    OnReset::Drop => dropped.push_back(m),
                 }
             }
             while let Some(m) = inner.send_queue.pop_front() {
@@ -508,7 +519,12 @@ impl Conn {
             inner.send_queue = requeue;
         }
         while let Some(m) = dropped.pop_front() {
-            send::complete(&m, RDS_RDMA_DROPPED);
+            // Counted when the operation is reported dropped: one the transport performed
+            // (and reported) before the reset only missed its ack, and is not sent again
+            // either.
+            if send::complete(&m, RDS_RDMA_DROPPED) {
+                stats::inc(Stat::RsSendOpDropped);
+            }
         }
     }
 
@@ -521,6 +537,7 @@ impl Conn {
             let mut inner = self.inner.lock();
             self.destroyed.store(true, Ordering::Release);
             while let Some(m) = inner.send_queue.pop_front() {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
                 dropped.push_back(m);
             }
             while let Some(m) = inner.retrans.pop_front() {
@@ -536,6 +553,7 @@ impl Conn {
                 let mut inner = self.inner.lock();
                 inner.cursor = None;
                 while let Some(m) = inner.send_queue.pop_front() {
+                    self.queued.fetch_sub(1, Ordering::Relaxed);
                     dropped.push_back(m);
                 }
                 while let Some(m) = inner.retrans.pop_front() {
@@ -565,6 +583,9 @@ impl Conn {
             return Err(msg);
         }
         msg.set_seq(inner.tx.take());
+        // INVARIANT: counted before it is on the queue; `SeqCst` orders it before this task's
+        // look at `in_xmit` (see `drain`).
+        self.queued.fetch_add(1, Ordering::SeqCst);
         inner.send_queue.push_back(msg);
         inner.last_used = sys::jiffies();
         Ok(())
@@ -600,6 +621,7 @@ impl Conn {
     /// of `rds_send_xmit`'s loop); `None` when the queue is empty.
     fn next_message(&self, inner: &mut ConnInner) -> Option<Cursor> {
         let m = inner.send_queue.pop_front()?;
+        self.queued.fetch_sub(1, Ordering::Relaxed);
         if !m.retransmitted() {
             let (max_p, max_b) = (sys::max_unacked_packets(), sys::max_unacked_bytes());
             if inner.pacer.on_send(m.len, max_p, max_b) {
@@ -608,6 +630,11 @@ impl Conn {
             }
         }
         let msg = m.clone_arc();
+        // INVARIANT: a retransmission may have a sequence number an earlier ack covered.
+        if m.seq() <= self.acked.load(Ordering::Relaxed) {
+            self.acked
+                .store(m.seq().saturating_sub(1), Ordering::Release);
+        }
         inner.retrans.push_back(m);
         Some(Cursor {
             msg,
@@ -615,10 +642,52 @@ impl Conn {
         })
     }
 
+    /// What the drain sends next (the head of `rds_send_xmit`'s loop), in this order: the
+    /// message in transmission, a congestion-map update, the next queued message (counted in
+    /// `batch`). `Err` says why there is nothing: the batch is used up, the transport holds
+    /// messages back, or the queue is empty. One lock of the connection in the common case,
+    /// none when `no_cursor` (the caller knows there is no message in transmission) and
+    /// nothing is queued.
+    fn next_cursor(&self, batch: &mut u32, no_cursor: bool) -> core::result::Result<Cursor, Drain> {
+        let ready = self.tconn.xmit_ready();
+        let map_due = self.map_queued.load(Ordering::Acquire);
+        if no_cursor && !map_due && self.queued.load(Ordering::Acquire) == 0 {
+            // Nothing in transmission (the caller sent it all), nothing queued.
+            return Err(Drain::Empty);
+        }
+        {
+            let mut inner = self.inner.lock();
+            if let Some(c) = inner.cursor.take() {
+                return Ok(c);
+            }
+            if *batch >= SEND_BATCH {
+                return Err(Drain::OverBatch);
+            }
+            if !map_due {
+                if !ready {
+                    return Err(Drain::Held);
+                }
+                let next = self.next_message(&mut inner).ok_or(Drain::Empty);
+                *batch += u32::from(next.is_ok());
+                return next;
+            }
+        }
+        if let Some(c) = self.take_map_update() {
+            return Ok(c);
+        }
+        if !ready {
+            return Err(Drain::Held);
+        }
+        let next = self
+            .next_message(&mut self.inner.lock())
+            .ok_or(Drain::Empty);
+        *batch += u32::from(next.is_ok());
+        next
+    }
+
     /// A congestion-map update for the peer, if one is due (C: `c_map_queued`).
     fn take_map_update(&self) -> Option<Cursor> {
-        let due = core::mem::replace(&mut self.inner.lock().map_queued, false);
-        if !due {
+        if !self.map_queued.swap(false, Ordering::AcqRel) {
             return None;
         }
         stats::inc(Stat::CongUpdateQueued);
@@ -632,7 +701,7 @@ impl Conn {
                 progress: XmitProgress::default(),
             }),
             Err(_) => {
-                self.inner.lock().map_queued = true;
+                self.map_queued.store(true, Ordering::Release);
                 None
             }
         }
@@ -641,7 +710,9 @@ impl Conn {
     /// The transmit loop (C: `rds_send_xmit`).
     fn drain(self: &Arc<Self>, ctx: &ProcessCtx) -> Drain {
         loop {
-            if self.in_xmit.swap(true, Ordering::Acquire) {
+            // `SeqCst`: a sender's `queued` increment comes before this in the single total
+            // order, or this drain's release of `in_xmit` does and the sender drains itself.
+            if self.in_xmit.swap(true, Ordering::SeqCst) {
                 stats::inc(Stat::SendLockContention);
                 return Drain::Busy;
             }
@@ -651,36 +722,13 @@ impl Conn {
             }
             let gen = self.send_gen.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             let mut batch = 0;
-            let mut end = Drain::Empty;
-            loop {
-                let cursor = self.inner.lock().cursor.take();
-                let mut cursor = match cursor {
-                    Some(c) => c,
-                    None => {
-                        if batch >= SEND_BATCH {
-                            end = Drain::OverBatch;
-                            break;
-                        }
-                        if let Some(c) = self.take_map_update() {
-                            c
-                        } else {
-                            if !self.tconn.xmit_ready() {
-                                end = Drain::Held;
-                                break;
-                            }
-                            let next = {
-                                let mut inner = self.inner.lock();
-                                self.next_message(&mut inner)
-                            };
-                            match next {
-                                Some(c) => {
-                                    batch += 1;
-                                    c
-                                }
-                                None => break,
-                            }
-                        }
-                    }
+            // A message in transmission is left only by a drain that stopped; after a message
+            // went out whole there is none.
+            let mut no_cursor = false;
+            let end = loop {
+                let mut cursor = match self.next_cursor(&mut batch, no_cursor) {
+                    Ok(c) => c,
+                    Err(e) => break e,
                 };
                 match self
                     .tconn
@@ -689,20 +737,19 @@ impl Conn {
                     Ok(()) => {}
                     Err(e) => {
                         self.inner.lock().cursor = Some(cursor);
-                        end = match e {
+                        break match e {
                             XmitError::Full => Drain::Full,
                             XmitError::NoMem => Drain::Shortage,
                         };
-                        break;
                     }
                 }
                 if self.state() != ConnState::Up {
-                    end = Drain::NotUp;
-                    break;
+                    break Drain::NotUp;
                 }
-            }
+                no_cursor = true;
+            };
             self.tconn.xmit_complete(self, ctx);
-            self.in_xmit.store(false, Ordering::Release);
+            self.in_xmit.store(false, Ordering::SeqCst);
             if end != Drain::Empty {
                 return end;
             }
@@ -714,10 +761,8 @@ impl Conn {
                 stats::inc(Stat::SendLockQueueRaced);
                 return Drain::Empty;
             }
-            let more = {
-                let inner = self.inner.lock();
-                !inner.send_queue.is_empty() || inner.map_queued
-            };
+            let more =
+                self.map_queued.load(Ordering::Acquire) || self.queued.load(Ordering::SeqCst) != 0;
             if !more {
                 return Drain::Empty;
             }
@@ -730,8 +775,7 @@ impl Conn {
         if !self.transport.sends_cong_maps() {
             return;
         }
-        let was = core::mem::replace(&mut self.inner.lock().map_queued, true);
-        if !was {
+        if !self.map_queued.swap(true, Ordering::AcqRel) {
             self.kick();
         }
     }
@@ -741,34 +785,61 @@ impl Conn {
     /// The peer acknowledged everything up to `ack` (any context; C: `rds_send_drop_acked`):
     /// those messages leave the retransmit list and are settled with their senders.
     pub(crate) fn ack_received(&self, ack: u64) {
-        let mut acked = List::<Message>::new();
-        {
-            let mut inner = self.inner.lock();
-            loop {
-                let covered = inner
-                    .retrans
-                    .cursor_front()
-                    .is_some_and(|c| crate::proto::is_acked(c.current().seq(), ack));
-                if !covered {
-                    break;
-                }
-                match inner.retrans.pop_front() {
-                    Some(m) => acked.push_back(m),
-                    None => break,
-                }
-            }
+        if ack <= self.acked.load(Ordering::Acquire) {
+            // Nothing on the retransmit list is that old (the invariant of `acked`).
+            return;
         }
-        while let Some(m) = acked.pop_front() {
-            send::complete(&m, RDS_RDMA_SUCCESS);
+        let mut acked = List::<Message>::new();
+        self.take_acked_locked(&mut self.inner.lock(), ack, &mut acked);
+        settle_acked(acked);
+    }
+
+    /// Moves what `ack` covers from the retransmit list to `out`, if anything.
+    fn take_acked_locked(&self, inner: &mut ConnInner, ack: u64, out: &mut List<Message>) {
+        if ack <= self.acked.load(Ordering::Relaxed) {
+            return;
+        }
+        // INVARIANT: what the ack covers leaves the (ordered) list below; the rest is above
+        // `ack`.
+        self.acked.store(ack, Ordering::Release);
+        loop {
+            let covered = inner
+                .retrans
+                .cursor_front()
+                .is_some_and(|c| crate::proto::is_acked(c.current().seq(), ack));
+            if !covered {
+                break;
+            }
+            match inner.retrans.pop_front() {
+                Some(m) => out.push_back(m),
+                None => break,
+            }
         }
     }
 
     /// The receive side's sequence and ack bookkeeping of a data frame that arrived (C: the
     /// ack state of `rds_ib_process_recv`, then `rds_recv_incoming`'s sequence check).
-    pub(crate) fn rx_data(&self, seq: u64, flags: u8) -> RxVerdict {
-        let mut inner = self.inner.lock();
+    ///
+    /// `ack` is the frame's `h_ack`, settled as [`Conn::ack_received`] does, under the same
+    /// lock (0 for none).
+    pub(crate) fn rx_data(&self, ack: u64, seq: u64, flags: u8) -> RxVerdict {
+        let mut acked = List::<Message>::new();
+        let verdict = self.rx_data_locked(&mut self.inner.lock(), ack, seq, flags, &mut acked);
+        settle_acked(acked);
+        verdict
+    }
+
+    fn rx_data_locked(
+        &self,
+        inner: &mut ConnInner,
+        ack: u64,
+        seq: u64,
+        flags: u8,
+        acked: &mut List<Message>,
+    ) -> RxVerdict {
+        self.take_acked_locked(inner, ack, acked);
         inner.last_used = sys::jiffies();
-        inner.acks.received(seq, flags & FLAG_ACK_REQUIRED != 0);
+        self.acks.received(seq, flags & FLAG_ACK_REQUIRED != 0);
         if flags & FLAG_ACK_REQUIRED != 0 {
             stats::inc(Stat::RecvAckRequired);
         }
@@ -782,17 +853,12 @@ impl Conn {
     /// The value for `h_ack` of a frame being sent (C: `rds_ib_piggyb_ack`): the ack counts
     /// as sent.
     pub(crate) fn piggyback_ack(&self) -> u64 {
-        self.inner.lock().acks.piggyback()
+        self.acks.piggyback()
     }
 
     /// The last sequence number received, for an ack-only frame; the ack counts as sent.
     pub(crate) fn take_ack(&self) -> Option<u64> {
-        let mut inner = self.inner.lock();
-        if inner.acks.unsent || inner.acks.requested {
-            Some(inner.acks.piggyback())
-        } else {
-            None
-        }
+        self.acks.take()
     }
 
     /// Remembers a ping to answer from process context (the pong work).
@@ -855,6 +921,9 @@ impl Conn {
             };
             while let Some(m) = src.pop_front() {
                 if m.owner_id == owner_id && pick(&m) {
+                    if list == 0 {
+                        self.queued.fetch_sub(1, Ordering::Relaxed);
+                    }
                     out.push_back(m);
                 } else {
                     kept.push_back(m);
@@ -876,6 +945,14 @@ impl Conn {
             && inner.cursor.is_none()
             && inner.npongs == 0
             && (inner.last_used as i64).wrapping_sub(before as i64) < 0
+    }
+}
+
+/// Settles the messages an ack took off the retransmit list with their senders (no lock
+/// held).
+fn settle_acked(mut acked: List<Message>) {
+    while let Some(m) = acked.pop_front() {
+        send::complete(&m, RDS_RDMA_SUCCESS);
     }
 }
 

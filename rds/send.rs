@@ -441,13 +441,14 @@ pub(crate) fn op_complete(msg: &Message, status: i32) {
 /// message leaves the sender's send buffer, its operation completes if it has not yet
 /// ([`op_complete`]), and the sender is woken (C: `rds_send_remove_from_sock`,
 /// `__rds_send_complete`). Only the first call for a message does anything. Any context.
-pub(crate) fn complete(msg: &Message, status: i32) {
-    settle(msg, status, true);
+/// Returns whether the message's operation completed here, with `status`.
+pub(crate) fn complete(msg: &Message, status: i32) -> bool {
+    settle(msg, status, true)
 }
 
 /// [`complete`], with notifications only when `notify` (a send refused after its operation
 /// was numbered is not a completion the caller needs to hear about).
-fn settle(msg: &Message, status: i32, notify: bool) {
+fn settle(msg: &Message, status: i32, notify: bool) -> bool {
     let Owner {
         sock,
         notifier,
@@ -455,7 +456,7 @@ fn settle(msg: &Message, status: i32, notify: bool) {
     } = msg.take_owner();
     let Some(sock) = sock else {
         drop(notifier);
-        return;
+        return false;
     };
     if status == RDS_RDMA_SUCCESS {
         stats::inc(Stat::SendDropAcked);
@@ -486,6 +487,7 @@ fn settle(msg: &Message, status: i32, notify: bool) {
     drop(unused);
     // The reference to the sender is dropped here, outside every lock.
     drop(sock);
+    msg.op.is_some() && !op_done
 }
 
 /// Drops the socket's messages still on their connections (queued or unacknowledged), to

@@ -181,7 +181,7 @@ fn arrive(
         send::op_complete(msg, status);
         let silent = op.silent && msg.len == 0 && msg.rdma_cookie == 0;
         if status != RDS_RDMA_SUCCESS || silent {
-            let _ = conn.rx_data(msg.seq(), msg.flags());
+            let _ = conn.rx_data(0, msg.seq(), msg.flags());
             return;
         }
     }
@@ -235,6 +235,18 @@ struct LoopConn {
     inflight: AtomicU32,
     /// `xmit` found the ring full: the next release kicks the connection.
     waiting: AtomicBool,
+}
+
+/// The `h_ack` of a frame leaving on `conn`: what the receiving side acknowledges, piggybacked
+/// (C: `rds_ib_piggyb_ack`). While the `loop_ack_hold` test mode holds acknowledgements back,
+/// 0 (which acknowledges nothing: sequence numbers start at 1) and the ack stays owed, so that
+/// a piggybacked ack does not settle what the mode keeps on the retransmit list.
+fn frame_ack(conn: &Conn) -> u64 {
+    if testhooks::loop_ack_hold() {
+        0
+    } else {
+        conn.piggyback_ack()
+    }
 }
 
 /// The fragments a message takes in the ring: one per 4 KiB of payload, at least one (as the
@@ -393,7 +405,7 @@ impl ConnTransport for LoopConn {
             let last = got == want;
             let (hdr, slot) = if last {
                 let slot = RxSlot::new(GFP_KERNEL_ACCOUNT).map_err(|_| XmitError::NoMem)?;
-                (msg.header(conn.piggyback_ack()).encode(), Some(slot))
+                (msg.header(frame_ack(conn)).encode(), Some(slot))
             } else {
                 ([0; HEADER_LEN], None)
             };
@@ -416,7 +428,7 @@ impl ConnTransport for LoopConn {
                 return Err(XmitError::Full);
             }
         } else {
-            let hdr = msg.header(conn.piggyback_ack()).encode();
+            let hdr = msg.header(frame_ack(conn)).encode();
             let slot = RxSlot::new(GFP_KERNEL_ACCOUNT).map_err(|_| XmitError::NoMem)?;
             arrive(conn, &hdr, msg, slot, RxCtx::Process(ctx));
         }
