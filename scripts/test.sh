@@ -160,6 +160,30 @@ for name in queued_fill_until_full queued_full_dontwait queued_full_sndtimeo \
     queued_netns_held queued_after_netns_gone; do
   expect+=(--expect "$res/b/queued-rs.tap:$name")
 done
+# The core under faults and hostile input (rds_rs only: the test build's hooks).
+for name in faults_inject_good_checksum faults_inject_csum_0 faults_inject_ext_type_200 \
+    faults_inject_bad_checksum faults_inject_len_above_1m faults_inject_len_above_payload \
+    faults_inject_cong_map_ports faults_inject_rdma_ext_truncated faults_retrans_info_unacked \
+    faults_retrans_info6_unacked faults_retrans_after_reset faults_retrans_received_once \
+    faults_retrans_acked faults_rdma_resets_notified_once faults_rdma_resets_some_dropped \
+    faults_rdma_resets_barrier faults_rdma_softirq_resets_notified_once \
+    faults_rdma_softirq_resets_barrier; do
+  expect+=(--expect "$res/b/faults-rs.tap:$name")
+done
+for name in zero_byte_receiver_congests zero_byte_sender_fills memcg_sockets_charged \
+    memcg_messages_charged memcg_max_refuses notify_limit_in_flight notify_limit_room_after_reading \
+    cong_wait_nothing_pinned cong_wait_bounded_by_sndtimeo memlock_children_share_creator_limit \
+    rkey_cookie_random_base rkey_guess_rate_limited rkey_limited_socket_right_key_fails \
+    rkey_read_only_registration netns_cong_b_not_seen_by_a_monitor netns_cong_a_drain_notifies_a \
+    tstamp_flag_race; do
+  expect+=(--expect "$res/b/hostile-rs.tap:$name")
+done
+for mode in reset softirq softirq_reset; do
+  for check in finished_in_time messages recv_queues_empty send_queues_empty sndbuf_settled \
+      rcvbuf_accounting resets rdma_notified_once rdma_data rdma_barrier; do
+    expect+=(--expect "$res/b/load-${mode//_/-}-rs.tap:load_${mode}_$check")
+  done
+done
 for name in reg_zero_length reg_258_pages reg_unmapped reg_no_mlock_valid free_unknown_cookie \
     free_cookie_0_flush; do
   expect+=(--expect "$res/a/rdma-reg.c.tap:$name" --expect "$res/b/rdma-reg.rs.tap:$name")

@@ -93,8 +93,21 @@ if load_rs; then
   # send-message lists, closing a socket or a namespace with messages queued (C's loopback
   # never leaves a message queued), not paired.
   run_prog harness.tap queued_rs "$TESTS" queued > "$OUT/queued-rs.tap"
-  # Both reset the hook when they end; a killed one could not.
-  echo 0 > /sys/kernel/debug/rds_rs/loop_hold
+  # The core as a network transport sees it, through the test build's loopback fault
+  # modes: injected bad headers, the retransmit list in RDS_INFO_*, RDMA operations cut by
+  # resets (faults); the limits against hostile users (hostile); and the load test with
+  # connections reset every few frames, with delivery from softirq context (and a bounded
+  # send ring), and both, each with an RDMA worker beside the messages.
+  run_prog harness.tap faults_rs "$TESTS" faults > "$OUT/faults-rs.tap"
+  run_prog harness.tap hostile_rs "$TESTS" hostile > "$OUT/hostile-rs.tap"
+  for mode in reset softirq softirq-reset; do
+    run_prog harness.tap "load_${mode}_rs" "$TESTS" load "$LOAD_MESSAGES" 600 "$mode" \
+      > "$OUT/load-$mode-rs.tap"
+  done
+  # The suites reset the hooks when they end; a killed one could not.
+  for k in loop_hold loop_ack_hold loop_reset_every loop_softirq loop_ring; do
+    echo 0 > "/sys/kernel/debug/rds_rs/$k"
+  done
   # Registration rules on a transport with registrations, paired with the run of C's RDS/IB
   # that rdma-pair.sh makes on guest a (so only when the suite is split over two guests).
   [ "$PART" = rs ] && run_prog harness.tap rdma_reg_rs "$TESTS" rdma-reg 127.0.0.1 \

@@ -27,11 +27,29 @@
 //! `RDS_INFO_RETRANS_MESSAGES`), and every socket reports `POLLOUT` even with its send buffer
 //! shrunk to the smallest the kernel allows (so no more than a few KiB can still be charged to
 //! it). Then every process exits cleanly.
+//!
+//! Fault modes (rds_rs only: the test hooks of its test build), `load COUNT TIMEOUT MODE`:
+//! `reset` resets the connection every few frames (`loop_reset_every` [`RESET_EVERY`]),
+//! `softirq` delivers from softirq context through a small ring (`loop_softirq`, `loop_ring`
+//! [`RING`]), `softirq-reset` both. The same test runs with the knobs set (and set back to 0 at
+//! the end, whatever happens); its checks are named `load_MODE_...` (`load_softirq_reset_...`
+//! for the last). A ninth process ([`rdma_child`]) issues RDMA writes with `RDS_RDMA_NOTIFY_ME`
+//! into a registration of one of its sockets throughout the run (ports [`RDMA_PORT`] and the
+//! next, on the same connection as the rest): every operation is reported exactly once,
+//! `SUCCESS` with its data in place and its message delivered, or `DROPPED` (only at resets)
+//! leaving its target as it was; at the end the barrier passes every operation. The resets and
+//! retransmissions are printed; in the reset modes there must have been resets, in `softirq`
+//! none.
 
-use crate::util::{err_name, v4, Counters};
+use crate::faults::Knob;
+use crate::rdma::{rdma_op, recv_notes, Op};
+use crate::util::{err_name, pattern, v4, Counters};
 use crate::Report;
 use librds::info::{RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES};
+use librds::rdma::{RDS_RDMA_DROPPED, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SUCCESS};
 use librds::{poll_fds, RdsSocket};
+use librds::{RdmaMem, RdsIovec};
+use rds_proto::Stat;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -66,7 +84,83 @@ const ENOBUFS_SEEN: usize = 13;
 const BYTES_SENT: usize = 14;
 const NO_POLLOUT: usize = 15;
 const CHECKED: usize = 16;
-const SLOTS: usize = 18;
+// The RDMA worker's (fault modes).
+const R_OPS: usize = 18;
+const R_OK: usize = 19;
+const R_DROPPED: usize = 20;
+const R_BAD_NOTE: usize = 21;
+const R_MISSING: usize = 22;
+const R_DATA_BAD: usize = 23;
+const R_MSGS: usize = 24;
+const R_MSG_BAD: usize = 25;
+const R_BARRIER_OK: usize = 26;
+const R_ERRORS: usize = 27;
+const R_DONE: usize = 28;
+const SLOTS: usize = 32;
+
+/// `loop_reset_every` in the reset modes: a reset every 1 to 100 frames.
+const RESET_EVERY: u32 = 50;
+/// `loop_ring` in the softirq modes: 64 fragments of 4 KiB in flight per connection.
+const RING: u32 = 64;
+/// The RDMA worker's sockets: the registration's owner on this port, the issuer on the next.
+const RDMA_PORT: u16 = 20100;
+/// Operations the RDMA worker keeps in flight (one registration slot each).
+const RDMA_WINDOW: usize = 32;
+/// Bytes each RDMA write moves.
+const RDMA_SLOT: usize = 256;
+
+/// How the load test runs: plainly (paired with C RDS) or in a fault mode of rds_rs's test
+/// build.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    Reset,
+    Softirq,
+    SoftirqReset,
+}
+
+impl Mode {
+    fn parse(arg: Option<&str>) -> Result<Self, String> {
+        Ok(match arg {
+            None => Mode::Plain,
+            Some("reset") => Mode::Reset,
+            Some("softirq") => Mode::Softirq,
+            Some("softirq-reset") => Mode::SoftirqReset,
+            Some(m) => return Err(format!("bad mode {m} (reset, softirq or softirq-reset)")),
+        })
+    }
+
+    /// The prefix of the check names.
+    fn prefix(self) -> &'static str {
+        match self {
+            Mode::Plain => "load_",
+            Mode::Reset => "load_reset_",
+            Mode::Softirq => "load_softirq_",
+            Mode::SoftirqReset => "load_softirq_reset_",
+        }
+    }
+
+    fn resets(self) -> bool {
+        matches!(self, Mode::Reset | Mode::SoftirqReset)
+    }
+
+    fn softirq(self) -> bool {
+        matches!(self, Mode::Softirq | Mode::SoftirqReset)
+    }
+
+    /// Sets the mode's knobs; they go back to 0 when the guards are dropped.
+    fn knobs(self) -> Result<Vec<Knob>, String> {
+        let mut k = Vec::new();
+        if self.softirq() {
+            k.push(Knob::set("loop_softirq", 1)?);
+            k.push(Knob::set("loop_ring", RING)?);
+        }
+        if self.resets() {
+            k.push(Knob::set("loop_reset_every", RESET_EVERY)?);
+        }
+        Ok(k)
+    }
+}
 
 /// Counters in memory shared by the parent and the forked workers.
 struct Shared {
@@ -451,6 +545,191 @@ fn child(p: usize, sh: &Shared, total: u64, deadline: Instant) -> i32 {
     }
 }
 
+/// The data RDMA write `n` of the RDMA worker carries.
+fn rdma_data(n: u64) -> Vec<u8> {
+    pattern(RDMA_SLOT, 0x4c52_0000_0000 ^ n)
+}
+
+/// The RDMA worker of the fault modes: see [`rdma_run`]. Reports in the `R_*` slots.
+fn rdma_child(sh: &Shared, deadline: Instant) -> i32 {
+    let res = rdma_run(sh, deadline);
+    if let Err(e) = &res {
+        eprintln!("load: rdma worker: {e}");
+        sh.add(R_ERRORS, 1);
+    }
+    sh.add(R_DONE, 1);
+    if res.is_ok() {
+        0
+    } else {
+        5
+    }
+}
+
+/// While the other workers run, writes into a registration of its own owner socket from its
+/// issuer socket, at most one operation a millisecond and [`RDMA_WINDOW`] in flight (each into
+/// its own slot of the registration), each with `RDS_RDMA_NOTIFY_ME` and its number as the
+/// token; checks each notification as it comes (exactly one per operation; `SUCCESS`: the
+/// slot holds the operation's data; `DROPPED`: the slot holds what it held before) and counts
+/// the 0-byte messages the successful ones deliver to the owner. Then waits for what is still
+/// in flight and asks the barrier for the last operation's id.
+fn rdma_run(sh: &Shared, deadline: Instant) -> Result<(), String> {
+    let owner_addr = v4([127, 0, 0, 1], RDMA_PORT);
+    let issuer_addr = v4([127, 0, 0, 1], RDMA_PORT + 1);
+    let socket = |a: SocketAddr| -> Result<RdsSocket, String> {
+        let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+        s.bind(a)
+            .and_then(|_| s.set_int(libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 4 << 20))
+            .and_then(|_| s.set_int(libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20))
+            .map_err(|e| format!("socket {a} setup: {e}"))?;
+        Ok(s)
+    };
+    let owner = socket(owner_addr)?;
+    let issuer = socket(issuer_addr)?;
+    let size = RDMA_WINDOW * RDMA_SLOT;
+    let target = RdmaMem::new(size).map_err(|e| format!("mmap: {e}"))?;
+    let source = RdmaMem::new(size).map_err(|e| format!("mmap: {e}"))?;
+    let cookie = owner
+        .get_mr(target.at(0), size as u64, RDS_RDMA_READWRITE)
+        .map_err(|e| format!("GET_MR: {e}"))?;
+    // What each slot of the target holds: the data of the last operation that succeeded there
+    // (zeros before any).
+    let mut holds: Vec<Option<u64>> = vec![None; RDMA_WINDOW];
+    let mut free: Vec<usize> = (0..RDMA_WINDOW).rev().collect();
+    // In flight: token → slot.
+    let mut flight: std::collections::BTreeMap<u64, usize> = Default::default();
+    let (mut next, mut last_id) = (0u64, 0u64);
+    let mut buf = [0u8; 64];
+    let fds = [
+        (issuer.as_raw_fd(), libc::POLLIN),
+        (owner.as_raw_fd(), libc::POLLIN),
+    ];
+    while sh.get(READY) < PROCS as u64 {
+        if Instant::now() > deadline || sh.get(SETUP_ERRORS) > 0 {
+            return Err("the workers never got ready".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Takes the notifications and messages that are there; returns whether there were any.
+    let mut collect = |flight: &mut std::collections::BTreeMap<u64, usize>,
+                       free: &mut Vec<usize>|
+     -> Result<bool, String> {
+        let mut any = false;
+        while let Some((len, _, notes)) = recv_notes(&issuer, 16)? {
+            any = true;
+            if notes.is_empty() || len > 0 {
+                sh.add(R_MSG_BAD, 1);
+            }
+            for n in notes {
+                let Some(slot) = flight.remove(&n.user_token) else {
+                    // Not in flight: a second notification, or one never asked for.
+                    sh.add(R_BAD_NOTE, 1);
+                    continue;
+                };
+                let got = target.read(slot * RDMA_SLOT, RDMA_SLOT);
+                match n.status {
+                    RDS_RDMA_SUCCESS => {
+                        sh.add(R_OK, 1);
+                        if got != rdma_data(n.user_token) {
+                            sh.add(R_DATA_BAD, 1);
+                        }
+                        holds[slot] = Some(n.user_token);
+                    }
+                    RDS_RDMA_DROPPED => {
+                        sh.add(R_DROPPED, 1);
+                        let before = holds[slot].map_or_else(|| vec![0; RDMA_SLOT], rdma_data);
+                        if got != before {
+                            sh.add(R_DATA_BAD, 1);
+                        }
+                    }
+                    _ => sh.add(R_BAD_NOTE, 1),
+                }
+                free.push(slot);
+            }
+        }
+        while let Ok(n) = owner.recv(&mut buf, libc::MSG_DONTWAIT) {
+            any = true;
+            sh.add(if n == 0 { R_MSGS } else { R_MSG_BAD }, 1);
+        }
+        Ok(any)
+    };
+    let mut last_issue = Instant::now();
+    while sh.get(FINISHED) < PROCS as u64 && Instant::now() < deadline {
+        let mut progress = collect(&mut flight, &mut free)?;
+        if last_issue.elapsed() >= Duration::from_millis(1) {
+            if let Some(slot) = free.pop() {
+                let data = rdma_data(next);
+                source.write(slot * RDMA_SLOT, &data);
+                let op = Op {
+                    cookie,
+                    remote_addr: (slot * RDMA_SLOT) as u64,
+                    remote_bytes: RDMA_SLOT as u64,
+                    local: vec![RdsIovec {
+                        addr: source.at(slot * RDMA_SLOT),
+                        bytes: RDMA_SLOT as u64,
+                    }],
+                    flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+                    token: next,
+                };
+                let mut id = 0u64;
+                match rdma_op(
+                    &issuer,
+                    &owner_addr,
+                    &op,
+                    b"",
+                    Some(&mut id),
+                    libc::MSG_DONTWAIT,
+                ) {
+                    Ok(_) => {
+                        flight.insert(next, slot);
+                        last_id = last_id.max(id);
+                        sh.add(R_OPS, 1);
+                        next += 1;
+                        progress = true;
+                        last_issue = Instant::now();
+                    }
+                    Err(e) => {
+                        free.push(slot);
+                        if !matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOBUFS)) {
+                            eprintln!("load: rdma worker: sendmsg: {}", err_name(&e));
+                            sh.add(R_ERRORS, 1);
+                            next += 1;
+                        }
+                    }
+                }
+            }
+        }
+        if !progress {
+            let _ = poll_fds(&fds, Duration::from_millis(1));
+        }
+    }
+    // What is still in flight completes (or is dropped) within a bound.
+    let t0 = Instant::now();
+    while !flight.is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        if !collect(&mut flight, &mut free)? {
+            let _ = poll_fds(&fds, Duration::from_millis(20));
+        }
+    }
+    sh.add(R_MISSING, flight.len() as u64);
+    let _ = issuer.set_recv_timeout(Some(Duration::from_secs(10)));
+    let (res, mark) = issuer.barrier(&owner_addr, last_id, 0);
+    if res.is_ok() && mark != u64::MAX && mark >= last_id {
+        sh.add(R_BARRIER_OK, 1);
+    } else {
+        eprintln!("load: rdma worker: barrier for {last_id}: {res:?} mark {mark}");
+    }
+    // The messages of the last successful operations may still be on their way.
+    let t0 = Instant::now();
+    while sh.get(R_MSGS) < sh.get(R_OK) && t0.elapsed() < Duration::from_secs(5) {
+        if !collect(&mut flight, &mut free)? {
+            let _ = poll_fds(&fds, Duration::from_millis(20));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    collect(&mut flight, &mut free)?;
+    let _ = owner.free_mr(cookie, 0);
+    Ok(())
+}
+
 pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let total: u64 = match args.first() {
         Some(n) => n.parse().map_err(|_| format!("bad message count {n}"))?,
@@ -460,23 +739,37 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         Some(n) => Duration::from_secs(n.parse().map_err(|_| format!("bad timeout {n}"))?),
         None => Duration::from_secs(1200),
     };
+    let mode = Mode::parse(args.get(2).copied())?;
+    let name = |base: &str| format!("{}{base}", mode.prefix());
     let sh = Shared::new()?;
     let probe = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
     let before = Counters::take(&probe)?;
+    // The fault mode's knobs, set back to 0 when this returns (also early, on an error).
+    let knobs = mode.knobs()?;
     let start = Instant::now();
     let deadline = start + limit;
     let _ = std::io::stdout().flush();
     let mut pids = Vec::new();
-    for p in 0..PROCS {
-        // SAFETY: the process is single-threaded here; the child only runs `child` (which
-        // allocates, makes system calls and touches the shared mapping) and leaves with
-        // `_exit`, never returning into the parent's code.
+    // The workers, and the RDMA worker in a fault mode.
+    let procs = if mode == Mode::Plain {
+        PROCS
+    } else {
+        PROCS + 1
+    };
+    for p in 0..procs {
+        // SAFETY: the process is single-threaded here; the child only runs `child` or
+        // `rdma_child` (which allocate, make system calls and touch the shared mapping) and
+        // leaves with `_exit`, never returning into the parent's code.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(format!("fork: {}", std::io::Error::last_os_error()));
         }
         if pid == 0 {
-            let code = child(p, &sh, total, deadline);
+            let code = if p < PROCS {
+                child(p, &sh, total, deadline)
+            } else {
+                rdma_child(&sh, deadline)
+            };
             // SAFETY: ends the child without running the parent's destructors or atexit code.
             unsafe { libc::_exit(code) };
         }
@@ -493,6 +786,13 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let in_time = sh.get(FINISHED) == PROCS as u64 && elapsed <= limit;
     // And for every worker's send-side check.
     while sh.get(CHECKED) < sh.get(FINISHED) && Instant::now() < deadline + Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And for the RDMA worker's end.
+    while mode != Mode::Plain
+        && sh.get(R_DONE) == 0
+        && Instant::now() < deadline + Duration::from_secs(60)
     {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -513,6 +813,7 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let added = after.delta(&before, "recv_bytes_added_to_sock");
     let freed = after.delta(&before, "recv_bytes_freed_fromsock");
     sh.add(RELEASE, 1);
+    drop(knobs);
     let mut clean = 0;
     for pid in &pids {
         let mut status = 0;
@@ -546,7 +847,7 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         sh.get(ENOBUFS_SEEN)
     );
     r.check(
-        "load_finished_in_time",
+        &name("finished_in_time"),
         &format!("{in_time}"),
         if in_time {
             Ok(())
@@ -558,7 +859,7 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         },
     );
     r.expect(
-        "load_messages",
+        &name("messages"),
         &format!(
             "lost={lost} dup={} reorder={} corrupt={} delivered={delivered}",
             sh.get(DUP),
@@ -568,7 +869,7 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         &format!("lost=0 dup=0 reorder=0 corrupt=0 delivered={total}"),
     );
     r.expect(
-        "load_send_errors",
+        &name("send_errors"),
         &format!(
             "errors={} setup_errors={}",
             sh.get(SEND_ERRORS),
@@ -578,7 +879,7 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     );
     let bytes = sh.get(BYTES_SENT);
     r.expect(
-        "load_payload",
+        &name("payload"),
         &format!(
             "bytes_delivered_equal_sent={}",
             sh.get(BYTES_DELIVERED) == bytes
@@ -587,22 +888,22 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     );
     println!("# load: payload {bytes} bytes");
     r.expect(
-        "load_recv_queues_empty",
+        &name("recv_queues_empty"),
         &format!("queued={queued}"),
         "queued=0",
     );
     r.expect(
-        "load_send_queues_empty",
+        &name("send_queues_empty"),
         &format!("send={send_queued} retrans={retrans_queued}"),
         "send=0 retrans=0",
     );
     r.expect(
-        "load_sndbuf_settled",
+        &name("sndbuf_settled"),
         &format!("checked={checked} without_pollout={}", sh.get(NO_POLLOUT)),
         &format!("checked={PROCS} without_pollout=0"),
     );
     r.expect(
-        "load_rcvbuf_accounting",
+        &name("rcvbuf_accounting"),
         &format!(
             "added_equals_freed={} equals_payload={}",
             added.is_some() && added == freed,
@@ -611,9 +912,9 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         "added_equals_freed=true equals_payload=true",
     );
     r.expect(
-        "load_workers_exit",
+        &name("workers_exit"),
         &format!("clean={clean}"),
-        &format!("clean={PROCS}"),
+        &format!("clean={procs}"),
     );
     let left = probe
         .sockets(false)
@@ -624,8 +925,79 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
                 .to_string()
         })
         .unwrap_or_else(|e| err_name(&e));
-    r.expect("load_sockets_closed", &format!("left={left}"), "left=0");
+    r.expect(&name("sockets_closed"), &format!("left={left}"), "left=0");
+    if mode != Mode::Plain {
+        fault_checks(r, mode, &sh, &after, &before);
+    }
     Ok(())
+}
+
+/// The checks of a fault mode: resets as the mode has them, and the RDMA worker's results.
+fn fault_checks(r: &mut Report, mode: Mode, sh: &Shared, after: &Counters, before: &Counters) {
+    let name = |base: &str| format!("{}{base}", mode.prefix());
+    let resets = after.delta(before, Stat::ConnReset.name());
+    let obs = format!(
+        "conn_reset={} retransmitted={} old_seq_dropped={} op_dropped={}",
+        after.delta_obs(before, Stat::ConnReset.name()),
+        after.delta_obs(before, Stat::RsSendRetransmitted.name()),
+        after.delta_obs(before, Stat::RecvDropOldSeq.name()),
+        after.delta_obs(before, Stat::RsSendOpDropped.name())
+    );
+    println!("# load: {obs}");
+    r.check(
+        &name("resets"),
+        &obs,
+        match (mode.resets(), resets) {
+            (true, Some(n)) if n > 0 => Ok(()),
+            (false, Some(0)) => Ok(()),
+            (true, _) => Err(format!("loop_reset_every {RESET_EVERY} resets connections")),
+            (false, _) => Err("nothing resets a connection in this mode".into()),
+        },
+    );
+    let (ops, ok, dropped) = (sh.get(R_OPS), sh.get(R_OK), sh.get(R_DROPPED));
+    println!("# load: RDMA worker: {ops} writes, {ok} SUCCESS, {dropped} DROPPED");
+    r.check(
+        &name("rdma_ops"),
+        &format!("ops={ops} success={ok} dropped={dropped}"),
+        if ops == 0 {
+            Err("the RDMA worker issued no operation".into())
+        } else if !mode.resets() && dropped > 0 {
+            Err("an operation was dropped without a reset".into())
+        } else {
+            Ok(())
+        },
+    );
+    r.expect(
+        &name("rdma_notified_once"),
+        &format!(
+            "reported={} missing={} bad_notes={} errors={} done={}",
+            ok + dropped == ops,
+            sh.get(R_MISSING),
+            sh.get(R_BAD_NOTE),
+            sh.get(R_ERRORS),
+            sh.get(R_DONE)
+        ),
+        "reported=true missing=0 bad_notes=0 errors=0 done=1",
+    );
+    r.expect(
+        &name("rdma_data"),
+        &format!("wrong={}", sh.get(R_DATA_BAD)),
+        "wrong=0",
+    );
+    r.expect(
+        &name("rdma_messages"),
+        &format!(
+            "delivered_equals_success={} stray={}",
+            sh.get(R_MSGS) == ok,
+            sh.get(R_MSG_BAD)
+        ),
+        "delivered_equals_success=true stray=0",
+    );
+    r.expect(
+        &name("rdma_barrier"),
+        &format!("reached={}", sh.get(R_BARRIER_OK) == 1),
+        "reached=true",
+    );
 }
 
 #[cfg(test)]

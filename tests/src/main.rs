@@ -28,8 +28,13 @@
 //!   hook): a full send buffer, `RDS_CANCEL_SENT_TO`, `RDS_INFO_SEND_MESSAGES`, closing a socket
 //!   or a network namespace with messages queued.
 //! - `rds-tests rdma-abi`: the RDMA argument checks C RDS and rds_rs share.
+//! - `rds-tests faults`: bad frames injected, retransmission across a reset, RDMA operations
+//!   in flight at resets (rds_rs only: its test hooks).
 //! - `rds-tests rdma-reg <addr> [ib]`: registration rules on a transport with memory
 //!   registrations (C's RDS/IB, rds_rs's loopback).
+//! - `rds-tests hostile`: what a hostile local user can make the module hold, pin or reach
+//!   (rds_rs only): per-message charges, memory cgroups, bounded notifications and waits, the
+//!   creator's mlock limit, r_key guessing, per-namespace congestion, `sk_flags` under the lock.
 //! - `rds-tests load [messages [timeout-seconds]]`: 8 processes, 64 sockets, content checks.
 //! - `rds-tests hold <seconds> [go-file]`: open RDS sockets (one unbound, two bound with a
 //!   message unread), print `holding`, keep them open that long; with `go-file`, once it
@@ -41,6 +46,8 @@ mod bind;
 mod close_race;
 mod cmsg;
 mod cong;
+mod faults;
+mod hostile;
 mod info;
 mod load;
 mod netns;
@@ -244,6 +251,8 @@ fn main() -> ExitCode {
         ["queued"] => queued::run(&mut report),
         ["rdma"] => rdma::run(&mut report),
         ["rdma-abi"] => rdma_abi::run(&mut report),
+        ["faults"] => faults::run(&mut report),
+        ["hostile"] => hostile::run(&mut report),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
         ["load", rest @ ..] => load::run(&mut report, rest),
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),

@@ -17,8 +17,7 @@ use crate::poll::ev_names;
 use crate::rdma::{Hold, LOOP_HOLD};
 use crate::util::{
     bound, err_name, in_new_netns, ip_obs, pattern, res_obs, rs_admitted, v4, v6_lo, wait_msg_for,
-    Counters, RS_MSG_OVERHEAD,
-    ARRIVAL,
+    Counters, ARRIVAL, RS_MSG_OVERHEAD,
 };
 use crate::Report;
 use librds::info::{MessageInfo, RDS6_INFO_SEND_MESSAGES, RDS_INFO_SEND_MESSAGES};

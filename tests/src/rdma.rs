@@ -697,7 +697,8 @@ fn map_and_dest(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let sent = send_ctl(&e.c, &e.sa, b"map0", &c, 0);
     let obs = match (&sent, recv_msg(&e.s)) {
         (Ok(_), Ok((_, Some(d)))) => {
-            let key_ok = librds::rdma::cookie_key(d) != 0 && librds::rdma::cookie_offset(d) % 4096 == 8;
+            let key_ok =
+                librds::rdma::cookie_key(d) != 0 && librds::rdma::cookie_offset(d) % 4096 == 8;
             let freed = res_obs(&e.c.free_mr(d, 0));
             format!(
                 "OK cookie={} free={freed}",
