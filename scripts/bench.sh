@@ -80,7 +80,8 @@ else
   module=$(bash "$here/module.sh" "$kdir")
 fi
 cargo build --release --quiet -p rds-tools
-out=$top/target/bench
+# One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
+out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
 step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
