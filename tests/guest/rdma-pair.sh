@@ -4,7 +4,9 @@
 # the server first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh server|client OUT KDIR TESTS-BIN MY-ADDR PEER-ADDR PORT COUNT RXE|SIW PEER-OUT
 # The client starts only when the server has written PEER-OUT/ready (both guests see the host's
-# filesystem), so it never connects to a guest whose RDS/IB is not listening yet.
+# filesystem), so it never connects to a guest whose RDS/IB is not listening yet; the server
+# starts its bounded wait for pings only when the client has written PEER-OUT/client-ready
+# (the guests reach this step at different times: each first runs its half of the suite).
 set -u
 ROLE=$1 OUT=$2 KDIR=$3 TESTS=$4 ME=$5 PEER=$6 PORT=$7 COUNT=$8 SOFT=$9 PEER_OUT=${10}
 . "$(dirname "$0")/common.sh"
@@ -29,10 +31,13 @@ if load_c rdma; then
     # the suite's rds_rs half (rdma-reg.rs.tap): only the server writes this file.
     run_prog harness.tap rdma_reg_c "$TESTS" rdma-reg "$ME" ib > "$OUT/rdma-reg.c.tap"
     echo ready > "$OUT/ready"
+    for _ in $(seq 1800); do [ -e "$PEER_OUT/client-ready" ] && break; sleep 0.5; done
+    [ -e "$PEER_OUT/client-ready" ] || tap harness.tap not peer_ready none "client never came"
     run_prog harness.tap pingpong "$TESTS" pingpong server "$ME" "$PORT" "$COUNT" \
       > "$OUT/pingpong-c-$SOFT.tap"
   else
-    for _ in $(seq 600); do [ -e "$PEER_OUT/ready" ] && break; sleep 0.5; done
+    echo ready > "$OUT/client-ready"
+    for _ in $(seq 1800); do [ -e "$PEER_OUT/ready" ] && break; sleep 0.5; done
     [ -e "$PEER_OUT/ready" ] || tap harness.tap not peer_ready none "server never became ready"
     run_prog harness.tap pingpong "$TESTS" pingpong client "$ME" "$PEER" "$PORT" "$COUNT" \
       > "$OUT/pingpong-c-$SOFT.tap"
