@@ -35,6 +35,8 @@ mod ext;
 mod frame;
 #[path = "header.rs"]
 mod header;
+#[path = "ib.rs"]
+mod ib;
 #[path = "info.rs"]
 mod info;
 #[path = "link.rs"]
@@ -85,6 +87,12 @@ pub use frame::{
 pub use header::{
     Header, HeaderError, EXTHDR_SPACE, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
     HEADER_LEN,
+};
+pub use ib::{
+    frag_count, negotiate, reject_drops, reject_reason, reply_version_ok, ConnPriv, FragError,
+    FragOutcome, NegotiateError, Reassembly, WorkRing, FRAG_SIZE, MINOR_MASK, PRIV_LEN_V4,
+    PRIV_LEN_V6, PROTOCOL_3_0, PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1, RDS_IB_PORT, RDS_IB_PORT6,
+    REJ_INCOMPAT,
 };
 pub use info::{
     check_info_request, decode_counter, encode_counter, info_outcome, is_info_option, ConnInfo,
