@@ -167,7 +167,8 @@ for name in faults_inject_good_checksum faults_inject_csum_0 faults_inject_ext_t
     faults_retrans_info6_unacked faults_retrans_after_reset faults_retrans_received_once \
     faults_retrans_acked faults_rdma_resets_notified_once faults_rdma_resets_some_dropped \
     faults_rdma_resets_barrier faults_rdma_softirq_resets_notified_once \
-    faults_rdma_softirq_resets_barrier; do
+    faults_rdma_softirq_resets_barrier faults_reap_idle_gone faults_reap_busy_kept \
+    faults_reap_reconnect; do
   expect+=(--expect "$res/b/faults-rs.tap:$name")
 done
 for name in zero_byte_receiver_congests zero_byte_sender_fills memcg_sockets_charged \

@@ -153,7 +153,8 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     ] {
         let _ = write_hook(k, b"0");
     }
-    let parts: [(&str, Part); 4] = [
+    let parts: [(&str, Part); 5] = [
+        ("faults_reap", reaping),
         ("faults_inject", inject_frames),
         ("faults_retrans", retrans_lists),
         ("faults_rdma_resets", |r| {
@@ -1077,5 +1078,130 @@ fn rdma_at_resets(r: &mut Report, pfx: &str, softirq: bool, port: u16) -> Result
         },
     );
     let _ = srv.free_mr(cookie, 0);
+    Ok(())
+}
+
+// --- reaping idle connections ------------------------------------------------------------
+
+/// Restores `conn_idle_ms` to its value before the test when dropped.
+struct IdleMs(String);
+
+impl IdleMs {
+    fn set(ms: u32) -> Result<Self, String> {
+        let old = std::fs::read_to_string(format!("{DEBUGFS}/conn_idle_ms"))
+            .map_err(|e| format!("reading {DEBUGFS}/conn_idle_ms: {e}"))?;
+        write_hook("conn_idle_ms", ms.to_string().as_bytes())
+            .map_err(|e| format!("writing {DEBUGFS}/conn_idle_ms: {e}"))?;
+        Ok(Self(old.trim().to_string()))
+    }
+}
+
+impl Drop for IdleMs {
+    fn drop(&mut self) {
+        if let Err(e) = write_hook("conn_idle_ms", self.0.as_bytes()) {
+            eprintln!("rds-tests: could not restore {DEBUGFS}/conn_idle_ms: {e}");
+        }
+    }
+}
+
+/// Idle connections and the congestion maps nobody uses go away (with the idle time shortened
+/// to 300 ms, `conn_idle_ms`); a connection with a message held on it stays; sending to a
+/// reaped destination makes a new connection. In a fresh namespace, so the lists hold only
+/// this test's connections.
+fn reaping(r: &mut Report) -> Result<(), String> {
+    const N: u8 = 20;
+    let out = in_new_netns(move || {
+        let mut o = Vec::new();
+        let tx = bound(v4(LO, 4990))?;
+        let rx = bound(v4(LO, 4991))?;
+        let dest = |i: u8| v4([127, 9, 0, i], 5000);
+        let before = Counters::take(&tx)?;
+        let sent: Vec<String> = (1..=N)
+            .map(|i| res_obs(&tx.send_to(b"x", dest(i))))
+            .collect();
+        let listed = |s: &RdsSocket| -> Result<usize, String> {
+            Ok(s.connections(false)
+                .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?
+                .iter()
+                .filter(
+                    |c| matches!(c.faddr, std::net::IpAddr::V4(a) if a.octets()[..2] == [127, 9]),
+                )
+                .count())
+        };
+        o.push(format!(
+            "sent={} listed={}",
+            if sent.iter().all(|s| s == "OK") {
+                "OK".to_string()
+            } else {
+                sent.join(",")
+            },
+            listed(&tx)?
+        ));
+        // A message held on the connection to rx: that connection is busy, not idle.
+        let held = {
+            let _hold = Knob::set("loop_hold", 1)?;
+            let _idle = IdleMs::set(300)?;
+            let h = res_obs(&tx.send_to(b"held", v4(LO, 4991)));
+            std::thread::sleep(Duration::from_millis(1500));
+            let after = Counters::take(&tx)?;
+            // The counters are the host's: idle connections of other namespaces may go too.
+            let at_least = |name: &str| {
+                after
+                    .delta(&before, name)
+                    .map_or("missing".to_string(), |d| (d >= i128::from(N)).to_string())
+            };
+            o.push(format!(
+                "listed={} reaped_all={} maps_all={}",
+                listed(&tx)?,
+                at_least("rs_conn_reaped"),
+                at_least("rs_cong_map_reaped")
+            ));
+            let busy = tx
+                .connections(false)
+                .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?
+                .iter()
+                .any(|c| c.faddr == std::net::IpAddr::V4(std::net::Ipv4Addr::from(LO)));
+            o.push(format!("held={h} busy_listed={busy}"));
+            h
+        };
+        // Released: the held message goes with the next send on its connection.
+        let kick = res_obs(&tx.send_to(b"kick", v4(LO, 4991)));
+        let got = (0..2)
+            .map(|_| {
+                crate::util::recv_one(&rx, 64)
+                    .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_else(|e| vec![e]);
+        o.push(format!("held={held} kick={kick} got={}", got.join(",")));
+        // A reaped destination: a new connection, and a message that arrives.
+        let back = bound(dest(1))?;
+        let again = res_obs(&tx.send_to(b"again", dest(1)));
+        let arrived = crate::util::recv_one(&back, 64)
+            .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|e| e.replace(' ', "_"));
+        o.push(format!(
+            "again={again} arrived={arrived} listed={}",
+            listed(&tx)?
+        ));
+        Ok(o)
+    })?;
+    let want = [
+        format!("sent=OK listed={N}"),
+        "listed=0 reaped_all=true maps_all=true".to_string(),
+        "held=OK busy_listed=true".to_string(),
+        "held=OK kick=OK got=held,kick".to_string(),
+        "again=OK arrived=again listed=1".to_string(),
+    ];
+    let names = [
+        "faults_reap_setup",
+        "faults_reap_idle_gone",
+        "faults_reap_busy_kept",
+        "faults_reap_busy_delivered",
+        "faults_reap_reconnect",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        r.expect(name, out.get(i).map_or("none", |s| s.as_str()), &want[i]);
+    }
     Ok(())
 }
