@@ -89,6 +89,8 @@ enum Store {
     /// A small payload (at most [`SMALL_MAX`] bytes) in one physically contiguous kernel
     /// buffer.
     Small(KVec<u8>),
+    /// A larger payload in buffers of [`SMALL_MAX`] bytes, the last one shorter.
+    Chunks(KVec<KVec<u8>>),
     /// Pages the core allocated: the bytes packed from the start of the first page,
     /// `PAGE_SIZE` per page.
     Own(KVec<Page>),
@@ -102,7 +104,8 @@ enum Store {
 /// # Invariants
 ///
 /// `len` is the number of bytes `store` holds (for `Small`, the buffer's length, at most
-/// [`SMALL_MAX`]; for `Own`, `ceil(len / PAGE_SIZE)` pages).
+/// [`SMALL_MAX`]; for `Chunks`, buffers of [`SMALL_MAX`] bytes whose lengths add up to `len`;
+/// for `Own`, `ceil(len / PAGE_SIZE)` pages).
 pub(crate) struct Payload {
     len: usize,
     store: Store,
@@ -127,7 +130,23 @@ impl Payload {
         Ok(pages)
     }
 
-    /// Copies `len` bytes of a `sendmsg`'s payload into new pages, charged to the caller's
+    /// Empty buffers with room for `len` bytes in chunks of [`SMALL_MAX`], charged to the
+    /// caller's memory cgroup; `None` when a higher-order allocation fails (the caller falls
+    /// back to pages).
+    fn alloc_chunks(len: usize) -> Option<KVec<KVec<u8>>> {
+        let n = len.div_ceil(SMALL_MAX);
+        let mut chunks = KVec::with_capacity(n, GFP_KERNEL_ACCOUNT).ok()?;
+        let mut left = len;
+        while left > 0 {
+            let size = left.min(SMALL_MAX);
+            let c = KVec::with_capacity(size, GFP_KERNEL_ACCOUNT | __GFP_NOWARN).ok()?;
+            chunks.push(c, GFP_KERNEL_ACCOUNT).ok()?;
+            left -= size;
+        }
+        Some(chunks)
+    }
+
+    /// Copies `len` bytes of a `sendmsg`'s payload into new memory, charged to the caller's
     /// memory cgroup; `EFAULT` when user memory faults.
     pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
         let small = if len <= PAGE_SIZE {
@@ -145,6 +164,19 @@ impl Payload {
             return Ok(Self {
                 len,
                 store: Store::Small(buf),
+            });
+        }
+        if let Some(mut chunks) = Self::alloc_chunks(len) {
+            for c in chunks.iter_mut() {
+                let n = c.capacity();
+                if msg.copy_into_vec(c, n)? != n {
+                    return Err(EFAULT);
+                }
+            }
+            // INVARIANT: the chunks hold the `len` bytes copied, in order.
+            return Ok(Self {
+                len,
+                store: Store::Chunks(chunks),
             });
         }
         let pages = Self::alloc(len, GFP_KERNEL_ACCOUNT)?;
@@ -206,6 +238,38 @@ impl Payload {
         self.len
     }
 
+    /// A copy in new memory (for a receiver that must not hold the sender's message).
+    pub(crate) fn copy(&self, flags: Flags) -> Result<Self> {
+        if self.len <= SMALL_MAX {
+            let mut buf = KVec::from_elem(0u8, self.len, flags)?;
+            self.read(0, &mut buf)?;
+            // INVARIANT: the buffer holds the payload's bytes.
+            return Ok(Self {
+                len: self.len,
+                store: Store::Small(buf),
+            });
+        }
+        let mut pages = Self::alloc(self.len, flags)?;
+        let mut chunk = [0u8; 256];
+        for (i, page) in pages.iter_mut().enumerate() {
+            let start = i * PAGE_SIZE;
+            let end = (start + PAGE_SIZE).min(self.len);
+            let mut at = start;
+            while at < end {
+                let n = (end - at).min(chunk.len());
+                let c = chunk.get_mut(..n).ok_or(EINVAL)?;
+                self.read(at, c)?;
+                page_write(page, at - start, c)?;
+                at += n;
+            }
+        }
+        // INVARIANT: the pages hold the payload's bytes, packed.
+        Ok(Self {
+            len: self.len,
+            store: Store::Own(pages),
+        })
+    }
+
     /// Calls `f` for each fragment in order, until it fails.
     pub(crate) fn try_for_each_frag(&self, mut f: impl FnMut(Frag<'_>) -> Result) -> Result {
         match &self.store {
@@ -216,6 +280,7 @@ impl Payload {
                     f(Frag::Bytes(buf))
                 }
             }
+            Store::Chunks(chunks) => chunks.iter().try_for_each(|c| f(Frag::Bytes(c))),
             Store::Own(pages) => {
                 let mut left = self.len;
                 for page in pages.iter() {
@@ -302,8 +367,9 @@ pub(crate) struct Message {
     pub(crate) len: u32,
     /// What the message counts against its sender's send buffer.
     pub(crate) charge: u32,
-    /// The payload.
-    pub(crate) data: Arc<Payload>,
+    /// The payload (over loopback the receiver shares it by holding the message,
+    /// [`InData::Msg`]).
+    pub(crate) data: Payload,
     /// The identity of the sending socket ([`crate::bindings::net::Sock::id`]), 0 for none.
     pub(crate) owner_id: usize,
     /// The destination address.
@@ -341,7 +407,7 @@ pub(crate) struct MessageParts {
     /// Destination address.
     pub(crate) daddr: Addr,
     /// The payload.
-    pub(crate) data: Arc<Payload>,
+    pub(crate) data: Payload,
     /// The sending socket (`None` for messages of the core).
     pub(crate) owner: Option<SockRef<Rds>>,
     /// The RDMA or atomic operation.
@@ -360,7 +426,7 @@ impl MessageParts {
         sport: u16,
         dport: u16,
         daddr: Addr,
-        data: Arc<Payload>,
+        data: Payload,
         owner: Option<SockRef<Rds>>,
     ) -> Self {
         Self {
@@ -424,7 +490,6 @@ impl Message {
     /// A congestion-map update carrying `data` (C: `rds_cong_update_alloc`): ports 0, flags
     /// `CONG_BITMAP`, no sequence number.
     pub(crate) fn cong_update(data: Payload, daddr: Addr) -> Result<ListArc<Self>> {
-        let data = Arc::new(data, GFP_KERNEL)?;
         let mut p = MessageParts::plain(0, 0, daddr, data, None);
         p.flags = FLAG_CONG_BITMAP;
         Self::new(p, GFP_KERNEL)
@@ -537,7 +602,7 @@ pub(crate) struct Incoming {
     /// The connection's type of service.
     pub(crate) tos: u8,
     /// The payload.
-    pub(crate) data: Arc<Payload>,
+    pub(crate) data: InData,
     /// When it was queued (nanoseconds of real time), 0 when `SO_TIMESTAMP` was off.
     pub(crate) rx_tstamp: AtomicI64,
     /// When it was queued (`local_clock`), for `SO_RDS_MSG_RXPATH_LATENCY` (C:
@@ -555,6 +620,34 @@ impl_has_list_links! {
 }
 impl_list_item! {
     impl ListItem<0> for Incoming { using ListLinks; }
+}
+
+/// The bytes of an incoming message.
+pub(crate) enum InData {
+    /// The sender's message itself: loopback shares a message without an operation with its
+    /// receiver instead of copying it (the message's other parts are small, and the receive
+    /// buffer bounds how many the receiver holds).
+    Msg(Arc<Message>),
+    /// A payload of its own: a network transport's fragments ([`Payload::lent`]), or a copy.
+    Own(Payload),
+}
+
+impl InData {
+    /// The payload.
+    pub(crate) fn payload(&self) -> &Payload {
+        match self {
+            InData::Msg(m) => &m.data,
+            InData::Own(p) => p,
+        }
+    }
+}
+
+impl core::ops::Deref for InData {
+    type Target = Payload;
+
+    fn deref(&self) -> &Payload {
+        self.payload()
+    }
 }
 
 /// The addressing and identity of an incoming message (everything but its payload), from its
@@ -588,7 +681,7 @@ impl RxSlot {
     }
 
     /// Builds the incoming message in the slot.
-    pub(crate) fn fill(self, hdr: IncomingHeader, data: Arc<Payload>) -> ListArc<Incoming> {
+    pub(crate) fn fill(self, hdr: IncomingHeader, data: InData) -> ListArc<Incoming> {
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
         let charge = msg_charge(len);
         let init = pin_init!(Incoming {

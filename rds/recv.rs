@@ -17,7 +17,7 @@ use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys::{self, poll};
 use crate::cong::CongMap;
 use crate::conn::{Conn, RxVerdict};
-use crate::message::{Incoming, IncomingHeader, Payload, RxSlot};
+use crate::message::{InData, Incoming, IncomingHeader, RxSlot};
 use crate::proto::{
     cmsg_space, encode_sockaddr, monitor_mask, parse_frame, CongChange, FrameError, FrameKind,
     RdmaNotify, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE,
@@ -75,7 +75,7 @@ pub(crate) enum RxCtx<'a> {
 pub(crate) fn incoming(
     conn: &Arc<Conn>,
     hdr: &[u8; HEADER_LEN],
-    payload: Arc<Payload>,
+    payload: InData,
     slot: RxSlot,
     rx: RxCtx<'_>,
 ) -> core::result::Result<(), FrameError> {

@@ -95,7 +95,7 @@ pub(crate) fn sendmsg(
         return Err(ENOMEM);
     }
 
-    let payload = Arc::new(Payload::from_user(msg, len)?, GFP_KERNEL_ACCOUNT)?;
+    let payload = Payload::from_user(msg, len)?;
     stats::add(Stat::CopyFromUser, len as u64);
     let mut conn = s.conn_for(sock, &route, ctx)?;
     // Congestion first: nothing is pinned or registered while a sender waits (bounded by
@@ -152,7 +152,7 @@ fn make_message(
     sock: &Sock<Rds>,
     conn: &Arc<Conn>,
     route: &Route,
-    payload: Arc<Payload>,
+    payload: Payload,
     rdma: &mut SendRdma,
 ) -> Result<ListArc<Message>> {
     if rdma.op.is_some() && conn.transport.mr_ops().is_none() {
@@ -525,13 +525,7 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
         return Err(enobufs());
     }
     let m = Message::new(
-        MessageParts::plain(
-            0,
-            dport,
-            conn.key.faddr,
-            Arc::new(Payload::empty(), GFP_KERNEL)?,
-            None,
-        ),
+        MessageParts::plain(0, dport, conn.key.faddr, Payload::empty(), None),
         GFP_KERNEL,
     )?;
     if conn.enqueue(m).is_err() {

@@ -27,7 +27,7 @@ use crate::bindings::testhooks;
 use crate::conn::{Conn, ConnKey};
 #[cfg(rds_test)]
 use crate::message::Payload;
-use crate::message::{Message, RxSlot};
+use crate::message::{InData, Message, RxSlot};
 use crate::proto::{Addr, ConnState, HEADER_LEN, RDS_RDMA_SUCCESS};
 use crate::recv::{self, RxCtx};
 use crate::send;
@@ -126,7 +126,7 @@ impl LoopState {
             tos: *tos,
         };
         let conn = shared.conns.find(&key).ok_or(ENOENT)?;
-        let payload = Arc::new(Payload::from_bytes(payload, GFP_KERNEL)?, GFP_KERNEL)?;
+        let payload = InData::Own(Payload::from_bytes(payload, GFP_KERNEL)?);
         let slot = RxSlot::new(GFP_KERNEL)?;
         if recv::incoming(&conn, hdr, payload, slot, RxCtx::Process(ctx)).is_err() {
             conn.drop_connection();
@@ -185,7 +185,26 @@ fn arrive(
             return;
         }
     }
-    if recv::incoming(conn, hdr, msg.data.clone(), slot, rx).is_err() {
+    // The receiver shares the message; one with an operation is copied instead, so that a
+    // receiver that does not read cannot keep the operation's pinned pages.
+    let data = if msg.op.is_none() {
+        InData::Msg(msg.clone())
+    } else {
+        let flags = match rx {
+            RxCtx::Process(_) => GFP_KERNEL_ACCOUNT,
+            RxCtx::Atomic => GFP_ATOMIC,
+        };
+        match msg.data.copy(flags) {
+            Ok(p) => InData::Own(p),
+            Err(_) => {
+                // As a device out of receive buffers would: the frame is lost, and the
+                // connection with it (its messages are resent or reported dropped).
+                conn.drop_connection();
+                return;
+            }
+        }
+    };
+    if recv::incoming(conn, hdr, data, slot, rx).is_err() {
         // A header the sender encoded fails only if memory was corrupted.
         conn.drop_connection();
     }
