@@ -10,6 +10,8 @@
 //! tree, with the clang flags the kernel used for its own bindings, so struct layouts always
 //! match the kernel the module is built for.
 
+#[path = "ib.rs"]
+pub(crate) mod ib;
 #[path = "mm.rs"]
 pub(crate) mod mm;
 #[path = "net.rs"]

@@ -26,7 +26,8 @@ fns+='|sock_i_ino|destroy_workqueue|drain_workqueue|msleep'
 types='socket|sock|proto|proto_ops|net_proto_family|msghdr|sockaddr|ib_client|ib_device'
 types+='|ib_send_wr|ib_recv_wr|ib_wc|ib_cq|ib_pd|ib_qp|ib_qp_init_attr|rdma_cm_id|rdma_cm_event'
 types+='|rdma_conn_param|sock_type|sock_flags|wait_queue_head|poll_table_struct|file|workqueue_struct'
-vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net'
+types+='|ib_cqe|rds_rs_ib_attrs'
+vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net|RDS_RS_IB_.*'
 
 mkdir -p "$out"
 cd "$kdir"

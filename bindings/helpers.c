@@ -38,18 +38,6 @@ size_t rds_rs_offsetof_sk_destruct(void)
 	return offsetof(struct sock, sk_destruct);
 }
 
-struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags)
-{
-	return ib_alloc_pd(device, flags);
-}
-
-struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
-					 void *context, enum rdma_ucm_port_space ps,
-					 enum ib_qp_type qp_type)
-{
-	return rdma_create_id(net, event_handler, context, ps, qp_type);
-}
-
 int rds_rs_sk_sndbuf(struct sock *sk)
 {
 	return READ_ONCE(sk->sk_sndbuf);

@@ -25,10 +25,6 @@ struct file;
 struct net;
 struct workqueue_struct;
 
-struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *device, unsigned int flags);
-struct rdma_cm_id *rds_rs_rdma_create_id(struct net *net, rdma_cm_event_handler event_handler,
-					 void *context, enum rdma_ucm_port_space ps,
-					 enum ib_qp_type qp_type);
 
 /* copy_from_sockptr: 0, or -EFAULT if the (user or kernel) source cannot be read. */
 int rds_rs_copy_from_sockptr(void *dst, sockptr_t src, size_t size);

@@ -207,6 +207,12 @@ pub(crate) fn real_time_ns() -> i64 {
     unsafe { raw::rds_rs_real_time_ns() }
 }
 
+/// Sleeps for `ms` milliseconds (`msleep`).
+pub(crate) fn sleep_ms(ms: u32, _ctx: &super::sync::ProcessCtx) {
+    // SAFETY: `msleep` only sleeps, which `_ctx` allows.
+    unsafe { raw::msleep(ms) }
+}
+
 /// Sleeps for about a millisecond (`msleep(1)`), to back off after a shortage.
 pub(crate) fn sleep_briefly() {
     // SAFETY: `msleep` only sleeps; callers are in process context.

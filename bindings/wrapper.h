@@ -10,4 +10,5 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include "helpers.h"
+#include "ib_glue.h"
 #include "testhooks.h"

@@ -373,8 +373,13 @@ impl Conn {
         this.start_connect(ctx);
     }
 
+    /// Whether the connection waits for its peer to connect it.
+    fn waits_for_peer(&self) -> bool {
+        self.passive && !self.transport.reconnects_passive()
+    }
+
     fn start_connect(self: &Arc<Self>, ctx: &ProcessCtx) {
-        if self.is_destroyed() || self.passive {
+        if self.is_destroyed() || self.waits_for_peer() {
             return;
         }
         if !self.transition(ConnState::Down, ConnState::Connecting) {
@@ -391,13 +396,6 @@ impl Conn {
 
     /// For a transport accepting a connection from the peer (C: the passive side of the
     /// handshake): claims a down connection for connecting; false when it is busy.
-    #[cfg_attr(
-        not(rds_test),
-        expect(
-            dead_code,
-            reason = "the passive side of network transports; tested by KUnit"
-        )
-    )]
     pub(crate) fn try_accept(&self) -> bool {
         self.transition(ConnState::Down, ConnState::Connecting)
     }
@@ -441,7 +439,7 @@ impl Conn {
     }
 
     fn queue_reconnect(self: &Arc<Self>) {
-        if self.is_destroyed() || self.passive {
+        if self.is_destroyed() || self.waits_for_peer() {
             return;
         }
         let (min, max) = sys::reconnect_delays();
@@ -483,7 +481,17 @@ impl Conn {
                 return;
             }
         }
-        self.queue_reconnect();
+        // Over a network a connection with nothing to send waits for a sender (or the peer)
+        // instead of reconnecting: a peer that closed an idle connection (its reaper) is not
+        // called back at once, again and again.
+        if self.transport.loops_back() || self.has_work() {
+            self.queue_reconnect();
+        }
+    }
+
+    /// Whether messages wait on the connection (queued, or requeued unacknowledged ones).
+    fn has_work(&self) -> bool {
+        self.queued.load(Ordering::Acquire) != 0 || !self.inner.lock().retrans.is_empty()
     }
 
     /// Resets the path after the transport stopped (C: `rds_conn_path_reset`,
@@ -856,6 +864,21 @@ impl Conn {
         self.acks.piggyback()
     }
 
+    /// The source and destination addresses of the frames this connection receives (see
+    /// [`crate::transport::Transport::loops_back`]).
+    pub(crate) fn rx_addrs(&self) -> (Addr, Addr) {
+        if self.transport.loops_back() {
+            (self.key.laddr, self.key.faddr)
+        } else {
+            (self.key.faddr, self.key.laddr)
+        }
+    }
+
+    /// Whether the peer asked for an ack (`RDS_FLAG_ACK_REQUIRED`) that was not sent yet.
+    pub(crate) fn ack_requested(&self) -> bool {
+        self.acks.due()
+    }
+
     /// The last sequence number received, for an ack-only frame; the ack counts as sent.
     pub(crate) fn take_ack(&self) -> Option<u64> {
         self.acks.take()
@@ -1027,13 +1050,6 @@ impl ConnTable {
         Ok(conn)
     }
 
-    #[cfg_attr(
-        not(rds_test),
-        expect(
-            dead_code,
-            reason = "the passive side of network transports; tested by KUnit"
-        )
-    )]
     /// The connection a peer's connect request is for, created if needed without connecting
     /// (C: `rds_conn_create` from a transport's accept path); the transport then claims it
     /// with [`Conn::try_accept`].

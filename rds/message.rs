@@ -218,13 +218,6 @@ impl Payload {
     }
 
     /// A payload of `len` bytes in a transport's fragments.
-    #[cfg_attr(
-        not(rds_test),
-        expect(
-            dead_code,
-            reason = "the receive rings of network transports; tested by KUnit"
-        )
-    )]
     pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
         // INVARIANT: the transport vouches that its fragments hold `len` bytes.
         Self {
@@ -268,6 +261,28 @@ impl Payload {
             len: self.len,
             store: Store::Own(pages),
         })
+    }
+
+    /// The `idx`-th 4 KiB segment of the payload (the data of one fragment of a network
+    /// transport), `None` past the end. Payloads of the core are segmented exactly; a
+    /// transport's lent fragments (received, never sent) have no segments.
+    pub(crate) fn segment(&self, idx: usize) -> Option<Frag<'_>> {
+        const SEG: usize = 4096;
+        let start = idx.checked_mul(SEG)?;
+        if start >= self.len {
+            return None;
+        }
+        let n = (self.len - start).min(SEG);
+        match &self.store {
+            Store::Small(buf) => buf.get(start..start + n).map(Frag::Bytes),
+            Store::Chunks(chunks) => {
+                let c = chunks.get(start / SMALL_MAX)?;
+                let at = start % SMALL_MAX;
+                c.get(at..at + n).map(Frag::Bytes)
+            }
+            Store::Own(pages) => pages.get(idx).map(|p| Frag::Page(p, 0, n)),
+            Store::Lent(_) => None,
+        }
     }
 
     /// Calls `f` for each fragment in order, until it fails.

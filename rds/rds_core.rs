@@ -35,6 +35,8 @@ mod message;
 #[path = "../proto/src/proto.rs"]
 pub mod proto;
 mod rdma;
+#[path = "../rds_ib/rds_ib.rs"]
+mod rds_ib;
 #[path = "../rds_loop/rds_loop.rs"]
 mod rds_loop;
 mod recv;
@@ -61,6 +63,7 @@ module! {
 struct RdsModule {
     family: Option<bindings::net::Registration<socket::Rds>>,
     pernet: Option<bindings::sys::PernetRegistration<socket::Shared>>,
+    ib: Option<rds_ib::IbModule>,
     sysctl: Option<bindings::sys::SysctlRegistration>,
     #[cfg(rds_test)]
     hooks: Option<bindings::testhooks::TestHooks>,
@@ -82,6 +85,12 @@ impl kernel::Module for RdsModule {
             GFP_KERNEL,
         )?)?);
         let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
+        let ctx = bindings::sync::ProcessCtx::enter();
+        // The IB transport: RDMA devices present are added now; on a machine without one,
+        // only loopback serves.
+        let ib = rds_ib::IbModule::new(&shared, &ctx)
+            .inspect_err(|e| pr_warn!("no IB transport ({:?})\n", e.to_errno()))
+            .ok();
         let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
             .inspect_err(|e| {
                 pr_err!(
@@ -93,6 +102,7 @@ impl kernel::Module for RdsModule {
         Ok(Self {
             family: Some(family),
             pernet: Some(pernet),
+            ib,
             sysctl,
             #[cfg(rds_test)]
             hooks,
@@ -105,9 +115,14 @@ impl Drop for RdsModule {
     fn drop(&mut self) {
         let ctx = bindings::sync::ProcessCtx::enter();
         drop(self.family.take());
+        if let Some(ib) = self.ib.as_mut() {
+            ib.stop_listening();
+        }
         self.shared.stop_reaper(&ctx);
         drop(self.pernet.take());
         self.shared.conns.destroy_all(&ctx);
+        // Every device is removed from the IB transport (no connection is left).
+        drop(self.ib.take());
         #[cfg(rds_test)]
         drop(self.hooks.take());
         self.shared.wq.drain();

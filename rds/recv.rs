@@ -105,6 +105,7 @@ pub(crate) fn incoming(
         FrameKind::Data => {}
     }
     let h = frame.hdr;
+    let (saddr, daddr) = conn.rx_addrs();
     // The frame's ack is settled with the sequence check, under one lock.
     if conn.rx_data(h.ack, h.sequence, h.flags) == RxVerdict::Duplicate {
         stats::inc(Stat::RecvDropOldSeq);
@@ -129,7 +130,7 @@ pub(crate) fn incoming(
     let Some(sock) = conn.shared.binds.find(
         conn.key.net,
         SockAddr {
-            addr: conn.key.faddr,
+            addr: daddr,
             port: h.dport,
             scope_id: 0,
         },
@@ -148,8 +149,8 @@ pub(crate) fn incoming(
     }
     let inc = slot.fill(
         IncomingHeader {
-            saddr: conn.key.laddr,
-            daddr: conn.key.faddr,
+            saddr,
+            daddr,
             sport: h.sport,
             dport: h.dport,
             seq: h.sequence,
@@ -171,8 +172,14 @@ pub(crate) fn incoming(
 }
 
 /// Answers a ping that arrived on `conn` from port `port` (C: `rds_send_pong`): the pong goes
-/// back to the pinger, over the pinged side's connection to it.
+/// back to the pinger: over the connection it came on (a network transport), or over the
+/// pinged side's connection to the pinger (loopback, whose connection carries both
+/// directions of one pair of addresses).
 pub(crate) fn answer_ping(conn: &Arc<Conn>, port: u16, ctx: &ProcessCtx) {
+    if !conn.transport.loops_back() {
+        let _ = send::send_pong(conn, port);
+        return;
+    }
     let back = conn.shared.conns.get(
         &conn.shared,
         crate::conn::ConnKey {

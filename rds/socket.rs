@@ -30,6 +30,7 @@ use crate::proto::{
     SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
 };
 use crate::rdma::{Mr, Notifier, RdmaOwner, Trackers};
+use crate::rds_ib::{IbState, IB};
 use crate::rds_loop::{LoopState, LOOPBACK};
 use crate::transport::Transport;
 use crate::{info, recv, send};
@@ -84,21 +85,20 @@ const RX_TRACE_SO_LEN: usize = 4;
 /// `RDS_MSG_RX_DGRAM_TRACE_MAX`.
 const RX_TRACE_MAX: u8 = 3;
 
-/// The transports loaded: loopback only so far.
-fn transports() -> [&'static dyn Transport; 1] {
-    [&LOOPBACK]
+/// The transports: loopback and IB/iWARP.
+fn transports() -> [&'static dyn Transport; 2] {
+    [&LOOPBACK, &IB]
 }
 
 /// The transport of a socket bound to `addr` (C: `rds_trans_get_preferred`): loopback for
-/// loopback addresses (C prefers it for every address a socket of the host can bind), else
-/// the first transport that serves the address.
-fn transport_for(net: NetId, addr: &SockAddr) -> Option<&'static dyn Transport> {
+/// loopback addresses, else the first transport that serves the address.
+fn transport_for(net: NetId, addr: &SockAddr, ctx: &ProcessCtx) -> Option<&'static dyn Transport> {
     if addr.addr.is_loopback() {
         return Some(&LOOPBACK);
     }
     transports()
         .into_iter()
-        .find(|t| t.laddr_check(net, &addr.addr, addr.scope_id))
+        .find(|t| t.laddr_check(net, &addr.addr, addr.scope_id, ctx))
 }
 
 /// The RDS socket family.
@@ -121,6 +121,9 @@ pub(crate) struct Shared {
     pub(crate) cong: CongTable,
     /// The loopback transport's state (its model HCA).
     pub(crate) lo: Arc<LoopState>,
+    /// The IB transport's state (its devices).
+    #[pin]
+    pub(crate) ib: IbState,
     /// Every open socket, by identity (for `RDS_INFO_SOCKETS` and friends).
     #[pin]
     pub(crate) sockets: Mutex<RBTree<usize, SockRef<Rds>>>,
@@ -147,6 +150,7 @@ impl Shared {
                 conns <- ConnTable::new(),
                 cong <- CongTable::new(),
                 lo,
+                ib <- IbState::new(),
                 sockets <- new_mutex!(RBTree::new(), "Shared::sockets"),
                 wq,
                 cong_work <- crate::cong::new_cong_work(),
@@ -400,7 +404,7 @@ impl Family for Rds {
         drop(me);
     }
 
-    fn bind(sock: &Sock<Rds>, addr: &[u8], _ctx: &ProcessCtx) -> Result {
+    fn bind(sock: &Sock<Rds>, addr: &[u8], ctx: &ProcessCtx) -> Result {
         let s = sock.state();
         let addr = parse_bind(addr).map_err(addr_error)?;
         let mut inner = s.inner.lock();
@@ -414,9 +418,9 @@ impl Family for Rds {
         // The transport: the one `SO_RDS_TRANSPORT` chose, if it serves the address, else
         // the preferred one (C: `rds_trans_get_preferred`).
         let transport = match inner.transport {
-            Some(t) if t.laddr_check(sock.net(), &addr.addr, addr.scope_id) => t,
+            Some(t) if t.laddr_check(sock.net(), &addr.addr, addr.scope_id, ctx) => t,
             Some(_) => return Err(eaddrnotavail()),
-            None => transport_for(sock.net(), &addr).ok_or_else(eaddrnotavail)?,
+            None => transport_for(sock.net(), &addr, ctx).ok_or_else(eaddrnotavail)?,
         };
         let map = s.shared.cong.get(sock.net(), addr.addr)?;
         let key = s.shared.binds.bind(sock.net(), addr, sock.to_ref())?;
@@ -626,10 +630,21 @@ impl Family for Rds {
     fn ioctl(sock: &Sock<Rds>, cmd: u32, arg: UserPtr, _ctx: &ProcessCtx) -> Result {
         match cmd {
             SIOCRDSSETTOS => {
-                let _tos: u8 = UserSlice::new(arg, 1).reader().read()?;
-                // Only transports with a TOS map (IB, TCP) accept a TOS; loopback has none,
-                // and an unattached socket has no transport (C: -ENOIOCTLCMD).
-                Err(ENOIOCTLCMD)
+                let tos: u8 = UserSlice::new(arg, 1).reader().read()?;
+                // Only transports with a TOS map (IB, TCP: the identity) accept a TOS; loopback
+                // has none, and an unattached socket has no transport (C: -ENOIOCTLCMD). Once
+                // set, or once the socket has a connection, it stays (C: EINVAL).
+                let mut inner = sock.state().inner.lock();
+                match inner.transport {
+                    Some(t) if t.kind() == crate::rds_ib::RDS_TRANS_IB => {
+                        if inner.tos != 0 || inner.conn_cache.is_some() {
+                            return Err(EINVAL);
+                        }
+                        inner.tos = tos;
+                        Ok(())
+                    }
+                    _ => Err(ENOIOCTLCMD),
+                }
             }
             SIOCRDSGETTOS => {
                 let tos = sock.state().inner.lock().tos;

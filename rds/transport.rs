@@ -62,7 +62,7 @@ pub(crate) trait Transport: Send + Sync {
 
     /// Whether the transport serves the local address `addr` (with IPv6 scope `scope_id`) in
     /// `net`, so that a socket may bind it (C: `laddr_check`).
-    fn laddr_check(&self, net: NetId, addr: &Addr, scope_id: u32) -> bool;
+    fn laddr_check(&self, net: NetId, addr: &Addr, scope_id: u32, ctx: &ProcessCtx) -> bool;
 
     /// The transport's state for a new connection (C: `conn_alloc`).
     fn conn_alloc(&self, key: &ConnKey, ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>>;
@@ -70,6 +70,20 @@ pub(crate) trait Transport: Send + Sync {
     /// Whether the core sends congestion-map updates over the transport's connections
     /// (loopback shares the maps and needs none).
     fn sends_cong_maps(&self) -> bool;
+
+    /// Whether frames a connection receives were sent by its own local side (loopback: one
+    /// connection carries a pair of addresses both ways, and a frame arriving on (L, F) goes
+    /// from L to F); otherwise they come from the peer (F to L), as on a network.
+    fn loops_back(&self) -> bool {
+        false
+    }
+
+    /// Whether a connection created by an arriving peer also connects by itself (to send,
+    /// and to reconnect after a reset), as C's IB connections do; otherwise only the peer
+    /// connects it.
+    fn reconnects_passive(&self) -> bool {
+        false
+    }
 
     /// The transport's memory-registration operations; `None` when it cannot do RDMA.
     fn mr_ops(&self) -> Option<&'static dyn MrOps> {
@@ -112,10 +126,6 @@ pub(crate) trait ConnTransport: Send + Sync {
     fn xmit_complete(&self, _conn: &Arc<Conn>, _ctx: &ProcessCtx) {}
 
     /// The transport's own type, for its callbacks to find their state.
-    #[cfg_attr(
-        not(rds_test),
-        expect(dead_code, reason = "loopback's softirq test mode so far")
-    )]
     fn as_any(&self) -> &dyn core::any::Any;
 }
 

@@ -219,7 +219,7 @@ impl Transport for Loopback {
         RDS_TRANS_LOOP
     }
 
-    fn laddr_check(&self, _net: NetId, addr: &Addr, _scope_id: u32) -> bool {
+    fn laddr_check(&self, _net: NetId, addr: &Addr, _scope_id: u32, _ctx: &ProcessCtx) -> bool {
         addr.is_loopback()
     }
 
@@ -237,6 +237,10 @@ impl Transport for Loopback {
 
     fn sends_cong_maps(&self) -> bool {
         false
+    }
+
+    fn loops_back(&self) -> bool {
+        true
     }
 
     fn mr_ops(&self) -> Option<&'static dyn MrOps> {

@@ -49,8 +49,8 @@ pub const CONN_FLAG_CONNECTED: u8 = rds_proto::RDS_INFO_CONNECTION_FLAG_CONNECTE
 /// The names of C RDS's own statistics counters, in the order of `rds_stat_names` (stats.c).
 pub const COUNTER_NAMES: &[&str] = rds_proto::STAT_NAMES.split_at(rds_proto::C_STAT_COUNT).0;
 
-/// The names of rds-rs's own counters, which it reports after C's (as C reports its
-/// transports' counters after its own).
+/// The names of the counters rds-rs reports after C's core's: the IB transport's (C's names,
+/// as C reports them with `rds_rdma` loaded), then rds-rs's own (`rs_*`).
 pub const RS_COUNTER_NAMES: &[&str] = rds_proto::STAT_NAMES.split_at(rds_proto::C_STAT_COUNT).1;
 
 /// One `struct rds_info_counter`.

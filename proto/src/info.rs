@@ -904,12 +904,15 @@ macro_rules! stats {
     };
 }
 
-/// The number of RDS statistics counters: C's and rds-rs's.
-pub const STAT_COUNT: usize = 44;
+/// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
+pub const STAT_COUNT: usize = 36 + 39 + 13;
 
-/// How many of the counters are C's (`ARRAY_SIZE(rds_stat_names)`); rds-rs's own follow
-/// them, as C appends its transports' counters.
+/// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
+/// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
 pub const C_STAT_COUNT: usize = 36;
+
+/// How many IB transport counters follow C's core's (`ARRAY_SIZE(rds_ib_stat_names)`).
+pub const C_IB_STAT_COUNT: usize = 39;
 
 stats! {
     /// `s_conn_reset`.
@@ -986,6 +989,84 @@ stats! {
     RecvBytesFreedFromSock => "recv_bytes_freed_fromsock",
     /// `s_send_stuck_rm`.
     SendStuckRm => "send_stuck_rm",
+    /// `s_ib_connect_raced` (C's `rds_ib_stat_names`).
+    IbConnectRaced => "ib_connect_raced",
+    /// `s_ib_listen_closed_stale` (C's `rds_ib_stat_names`).
+    IbListenClosedStale => "ib_listen_closed_stale",
+    /// `s_ib_evt_handler_call` (C's `rds_ib_stat_names`).
+    IbEvtHandlerCall => "ib_evt_handler_call",
+    /// `s_ib_tasklet_call` (C's `rds_ib_stat_names`).
+    IbTaskletCall => "ib_tasklet_call",
+    /// `s_ib_tx_cq_event` (C's `rds_ib_stat_names`).
+    IbTxCqEvent => "ib_tx_cq_event",
+    /// `s_ib_tx_ring_full` (C's `rds_ib_stat_names`).
+    IbTxRingFull => "ib_tx_ring_full",
+    /// `s_ib_tx_throttle` (C's `rds_ib_stat_names`).
+    IbTxThrottle => "ib_tx_throttle",
+    /// `s_ib_tx_sg_mapping_failure` (C's `rds_ib_stat_names`).
+    IbTxSgMappingFailure => "ib_tx_sg_mapping_failure",
+    /// `s_ib_tx_stalled` (C's `rds_ib_stat_names`).
+    IbTxStalled => "ib_tx_stalled",
+    /// `s_ib_tx_credit_updates` (C's `rds_ib_stat_names`).
+    IbTxCreditUpdates => "ib_tx_credit_updates",
+    /// `s_ib_rx_cq_event` (C's `rds_ib_stat_names`).
+    IbRxCqEvent => "ib_rx_cq_event",
+    /// `s_ib_rx_ring_empty` (C's `rds_ib_stat_names`).
+    IbRxRingEmpty => "ib_rx_ring_empty",
+    /// `s_ib_rx_refill_from_cq` (C's `rds_ib_stat_names`).
+    IbRxRefillFromCq => "ib_rx_refill_from_cq",
+    /// `s_ib_rx_refill_from_thread` (C's `rds_ib_stat_names`).
+    IbRxRefillFromThread => "ib_rx_refill_from_thread",
+    /// `s_ib_rx_alloc_limit` (C's `rds_ib_stat_names`).
+    IbRxAllocLimit => "ib_rx_alloc_limit",
+    /// `s_ib_rx_total_frags` (C's `rds_ib_stat_names`).
+    IbRxTotalFrags => "ib_rx_total_frags",
+    /// `s_ib_rx_total_incs` (C's `rds_ib_stat_names`).
+    IbRxTotalIncs => "ib_rx_total_incs",
+    /// `s_ib_rx_credit_updates` (C's `rds_ib_stat_names`).
+    IbRxCreditUpdates => "ib_rx_credit_updates",
+    /// `s_ib_ack_sent` (C's `rds_ib_stat_names`).
+    IbAckSent => "ib_ack_sent",
+    /// `s_ib_ack_send_failure` (C's `rds_ib_stat_names`).
+    IbAckSendFailure => "ib_ack_send_failure",
+    /// `s_ib_ack_send_delayed` (C's `rds_ib_stat_names`).
+    IbAckSendDelayed => "ib_ack_send_delayed",
+    /// `s_ib_ack_send_piggybacked` (C's `rds_ib_stat_names`).
+    IbAckSendPiggybacked => "ib_ack_send_piggybacked",
+    /// `s_ib_ack_received` (C's `rds_ib_stat_names`).
+    IbAckReceived => "ib_ack_received",
+    /// `s_ib_rdma_mr_8k_alloc` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kAlloc => "ib_rdma_mr_8k_alloc",
+    /// `s_ib_rdma_mr_8k_free` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kFree => "ib_rdma_mr_8k_free",
+    /// `s_ib_rdma_mr_8k_used` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kUsed => "ib_rdma_mr_8k_used",
+    /// `s_ib_rdma_mr_8k_pool_flush` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kPoolFlush => "ib_rdma_mr_8k_pool_flush",
+    /// `s_ib_rdma_mr_8k_pool_wait` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kPoolWait => "ib_rdma_mr_8k_pool_wait",
+    /// `s_ib_rdma_mr_8k_pool_depleted` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kPoolDepleted => "ib_rdma_mr_8k_pool_depleted",
+    /// `s_ib_rdma_mr_1m_alloc` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mAlloc => "ib_rdma_mr_1m_alloc",
+    /// `s_ib_rdma_mr_1m_free` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mFree => "ib_rdma_mr_1m_free",
+    /// `s_ib_rdma_mr_1m_used` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mUsed => "ib_rdma_mr_1m_used",
+    /// `s_ib_rdma_mr_1m_pool_flush` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mPoolFlush => "ib_rdma_mr_1m_pool_flush",
+    /// `s_ib_rdma_mr_1m_pool_wait` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mPoolWait => "ib_rdma_mr_1m_pool_wait",
+    /// `s_ib_rdma_mr_1m_pool_depleted` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mPoolDepleted => "ib_rdma_mr_1m_pool_depleted",
+    /// `s_ib_rdma_mr_8k_reused` (C's `rds_ib_stat_names`).
+    IbRdmaMr8kReused => "ib_rdma_mr_8k_reused",
+    /// `s_ib_rdma_mr_1m_reused` (C's `rds_ib_stat_names`).
+    IbRdmaMr1mReused => "ib_rdma_mr_1m_reused",
+    /// `s_ib_atomic_cswp` (C's `rds_ib_stat_names`).
+    IbAtomicCswp => "ib_atomic_cswp",
+    /// `s_ib_atomic_fadd` (C's `rds_ib_stat_names`).
+    IbAtomicFadd => "ib_atomic_fadd",
     /// rds-rs: frames dropped for a malformed header other than its checksum (length,
     /// congestion-map shape, extension headers); see `parse_frame`.
     RsRecvDropBadHeader => "rs_recv_drop_bad_header",
@@ -1006,6 +1087,16 @@ stats! {
     /// rds-rs: sends refused because the socket has too many completion notifications
     /// outstanding.
     RsNotifyLimit => "rs_notify_limit",
+    /// rds-rs: connection requests the peer rejected (C's answer to simultaneous connects among them).
+    RsIbConnectRejected => "rs_ib_connect_rejected",
+    /// rds-rs: connection requests or replies refused for their private data (none, too short, an incompatible version).
+    RsIbConnectBadPrivate => "rs_ib_connect_bad_private",
+    /// rds-rs: received fragments that broke their connection (no header, too long, bad checksum, a header that does not match the message's, a wrong length).
+    RsIbBadFragment => "rs_ib_bad_fragment",
+    /// rds-rs: SENDs that completed with an error (the connection resets).
+    RsIbSendError => "rs_ib_send_error",
+    /// rds-rs: receives that completed with an error (the connection resets).
+    RsIbRecvError => "rs_ib_recv_error",
 }
 
 impl Stat {

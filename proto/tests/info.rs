@@ -206,12 +206,16 @@ fn stat_names_in_c_order() {
         "recv_bytes_freed_fromsock",
         "send_stuck_rm",
     ];
-    assert_eq!(STAT_COUNT, 44);
+    assert_eq!(STAT_COUNT, 36 + 39 + 13);
     assert_eq!(rds_proto::C_STAT_COUNT, 36);
     assert_eq!(STAT_NAMES[..rds_proto::C_STAT_COUNT], c);
-    assert!(STAT_NAMES[rds_proto::C_STAT_COUNT..]
+    let ib_end = rds_proto::C_STAT_COUNT + rds_proto::C_IB_STAT_COUNT;
+    assert!(STAT_NAMES[rds_proto::C_STAT_COUNT..ib_end]
         .iter()
-        .all(|n| n.starts_with("rs_")));
+        .all(|n| n.starts_with("ib_")));
+    assert_eq!(STAT_NAMES[rds_proto::C_STAT_COUNT], "ib_connect_raced");
+    assert_eq!(STAT_NAMES[ib_end - 1], "ib_atomic_fadd");
+    assert!(STAT_NAMES[ib_end..].iter().all(|n| n.starts_with("rs_")));
     for (i, s) in Stat::ALL.iter().enumerate() {
         assert_eq!(s.index(), i);
         assert_eq!(Some(&s.name()), c.get(i).or(STAT_NAMES.get(i)));

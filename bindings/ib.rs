@@ -1,0 +1,1478 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs and rdma_cm for the IB/iWARP transport: the ib_client, devices, protection domains,
+//! completion queues, rdma_cm ids and their events, queue pairs, work requests and DMA mapping.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/rdma_cm.h`](srctree/include/rdma/rdma_cm.h); the C glue is `ib_glue.c`.
+//!
+//! # Contexts and rules
+//!
+//! - The ib_client's `add` and `remove` ([`IbClient`]) run in process context with the
+//!   device core's locks held: they may sleep, but must not register or unregister clients.
+//!   A device is valid between its `add` and the return of its `remove`.
+//! - rdma_cm event handlers ([`CmHandler::event`]) run in process context (rdma_cm's work
+//!   queues) with the id's handler mutex held: they may sleep, must not create or destroy cm
+//!   ids, and must not drop a [`CmId`] (its `Drop` destroys the id, which waits for the
+//!   handler: a deadlock in its own handler). Returning [`CmAction::Destroy`] has rdma_cm
+//!   destroy the id of the event, which is only allowed for an id the handler did not adopt.
+//! - Completions ([`WcHandler::done`]) run in the `ib-comp-wq` work item (process context)
+//!   that polls the CQ. Every work request names a [`WrCqe`], which must stay valid and pinned
+//!   until its completion (a flush completes every outstanding request when the QP is
+//!   drained).
+
+use super::raw;
+use super::sync::ProcessCtx;
+use core::{
+    marker::PhantomData,
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicPtr, Ordering},
+};
+use kernel::{
+    error::{from_err_ptr, to_result},
+    ffi::{c_int, c_void},
+    page::Page,
+    prelude::*,
+    sync::Arc,
+    types::{ForeignOwnable, Opaque},
+};
+
+/// Attributes of a device.
+#[derive(Clone, Copy, Debug, Default)]
+#[expect(
+    dead_code,
+    reason = "the limits RDMA operations and RDS_INFO_IB_CONNECTIONS will read (issue 11)"
+)]
+pub(crate) struct DevAttrs {
+    /// Work requests per queue.
+    pub(crate) max_qp_wr: u32,
+    /// Scatter/gather entries per send work request.
+    pub(crate) max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub(crate) max_recv_sge: u32,
+    /// Scatter/gather entries of an RDMA read sink.
+    pub(crate) max_sge_rd: u32,
+    /// Completion queue entries.
+    pub(crate) max_cqe: u32,
+    /// Incoming RDMA reads and atomics in flight per QP.
+    pub(crate) max_qp_rd_atom: u32,
+    /// Outgoing RDMA reads and atomics in flight per QP.
+    pub(crate) max_qp_init_rd_atom: u32,
+    /// `enum ib_atomic_cap` of plain atomics (0 none).
+    pub(crate) atomic_cap: u32,
+    /// `enum ib_atomic_cap` of masked atomics.
+    pub(crate) masked_atomic_cap: u32,
+    /// Pages of a fast registration.
+    pub(crate) max_fast_reg_page_list_len: u32,
+    /// An iWARP device (RNIC), not InfiniBand or RoCE.
+    pub(crate) iwarp: bool,
+}
+
+/// An RDMA device, borrowed from the device core.
+///
+/// # Invariants
+///
+/// `ptr` points to a registered `ib_device`; users hold a `Device` only between the ib_client's
+/// `add` and the return of its `remove` for that device (or while they hold a reference taken
+/// with [`Device::for_addr`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Device {
+    ptr: NonNull<raw::ib_device>,
+}
+
+// SAFETY: A device may be used from any thread; the device core serialises what needs it.
+unsafe impl Send for Device {}
+// SAFETY: As above; `&Device` only reads attributes or calls thread-safe verbs.
+unsafe impl Sync for Device {}
+
+impl Device {
+    fn as_ptr(self) -> *mut raw::ib_device {
+        self.ptr.as_ptr()
+    }
+
+    /// Its attributes.
+    pub(crate) fn attrs(self) -> DevAttrs {
+        let mut a = raw::rds_rs_ib_attrs::default();
+        // SAFETY: The device is registered (type invariant); `a` is valid for writes.
+        unsafe { raw::rds_rs_ib_dev_attrs(self.as_ptr(), &mut a) };
+        DevAttrs {
+            max_qp_wr: a.max_qp_wr,
+            max_send_sge: a.max_send_sge,
+            max_recv_sge: a.max_recv_sge,
+            max_sge_rd: a.max_sge_rd,
+            max_cqe: a.max_cqe,
+            max_qp_rd_atom: a.max_qp_rd_atom,
+            max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+            atomic_cap: a.atomic_cap,
+            masked_atomic_cap: a.masked_atomic_cap,
+            max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
+            iwarp: a.iwarp,
+        }
+    }
+
+    /// Its name (`rxe0`, `siw0`, ...), up to 31 bytes.
+    pub(crate) fn name(self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        // SAFETY: The device is registered (type invariant); its name is a NUL-terminated
+        // string owned by the device.
+        let name =
+            unsafe { kernel::str::CStr::from_char_ptr(raw::rds_rs_ib_dev_name(self.as_ptr())) };
+        for (o, b) in out.iter_mut().zip(name.as_bytes().iter().take(31)) {
+            *o = *b;
+        }
+        out
+    }
+
+    /// Whether an RDMA device serves the interface that holds the local address `addr` (a
+    /// 16-byte address, IPv4 v4-mapped) in the initial namespace; returns the device's
+    /// identity (its address, for comparison only).
+    pub(crate) fn for_addr(addr: &[u8; 16], scope_id: u32, _ctx: &ProcessCtx) -> Option<usize> {
+        // SAFETY: `init_net` is a static; `addr` is valid for 16 bytes. The helper may sleep,
+        // which `_ctx` allows.
+        let dev = unsafe {
+            raw::rds_rs_ib_dev_for_addr(ptr::addr_of_mut!(raw::init_net), addr.as_ptr(), scope_id)
+        };
+        if dev.is_null() {
+            return None;
+        }
+        let id = dev as usize;
+        // SAFETY: The helper returned a referenced device; the reference is dropped here.
+        unsafe { raw::rds_rs_ib_dev_put(dev) };
+        Some(id)
+    }
+}
+
+/// What the ib_client does with devices: the state it keeps per device.
+pub(crate) trait IbClient: Send + Sync + 'static {
+    /// The per-device state.
+    type Data: ForeignOwnable + Send + Sync;
+
+    /// A device appeared: `None` when the client does not serve it (process context; see the
+    /// module documentation).
+    fn add(&self, dev: Device) -> Option<Self::Data>;
+
+    /// A device goes away: after this returns the device must not be used.
+    fn remove(&self, dev: Device, data: Self::Data);
+}
+
+/// The registered client, type-erased for the C callbacks.
+trait ClientDyn: Send + Sync {
+    fn add(&self, dev: Device) -> *mut c_void;
+    /// # Safety
+    ///
+    /// `data` was returned by `add` for `dev` and is handed back once.
+    unsafe fn remove(&self, dev: Device, data: *mut c_void);
+}
+
+struct ClientBox<T: IbClient>(Arc<T>);
+
+impl<T: IbClient> ClientDyn for ClientBox<T> {
+    fn add(&self, dev: Device) -> *mut c_void {
+        match self.0.add(dev) {
+            Some(d) => d.into_foreign() as *mut c_void,
+            None => ptr::null_mut(),
+        }
+    }
+
+    unsafe fn remove(&self, dev: Device, data: *mut c_void) {
+        // SAFETY: Per the function's safety requirements, `data` came from `into_foreign` in
+        // `add` and is taken back once.
+        let d = unsafe { T::Data::from_foreign(data as _) };
+        self.0.remove(dev, d);
+    }
+}
+
+/// The client the C callbacks call: a leaked `KBox<Arc<dyn ClientDyn>>` (a thin pointer), or
+/// null.
+static CLIENT: AtomicPtr<Arc<dyn ClientDyn>> = AtomicPtr::new(ptr::null_mut());
+
+/// The ib_client `rds_rs`, registered while this object exists.
+///
+/// # Invariants
+///
+/// While it exists, `CLIENT` holds a box leaked by `new` and the C client is registered.
+pub(crate) struct IbRegistration(());
+
+impl IbRegistration {
+    /// Registers `client`; its `add` runs for every device already present before this
+    /// returns.
+    pub(crate) fn new<T: IbClient>(client: Arc<T>, _ctx: &ProcessCtx) -> Result<Self> {
+        let inner: Arc<dyn ClientDyn> = Arc::new(ClientBox(client), GFP_KERNEL)?;
+        let outer = KBox::new(inner, GFP_KERNEL)?;
+        let p = KBox::into_raw(outer);
+        if CLIENT
+            .compare_exchange(ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `p` was leaked just above and not published.
+            drop(unsafe { KBox::from_raw(p) });
+            return Err(EBUSY);
+        }
+        // SAFETY: The client struct is static; its callbacks read `CLIENT`, published above.
+        if let Err(e) = to_result(unsafe { raw::rds_rs_ib_register() }) {
+            let p = CLIENT.swap(ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: Registration failed, so no callback uses the box.
+            drop(unsafe { KBox::from_raw(p) });
+            return Err(e);
+        }
+        // INVARIANT: published and registered.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for IbRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Registered (type invariant); unregistering calls `remove` for every device
+        // and is a full fence: no callback runs afterwards.
+        unsafe { raw::rds_rs_ib_unregister() };
+        let p = CLIENT.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: `p` came from `KBox::into_raw` in `new` and nothing uses it any more.
+            drop(unsafe { KBox::from_raw(p) });
+        }
+    }
+}
+
+fn with_client<R>(f: impl FnOnce(&dyn ClientDyn) -> R) -> Option<R> {
+    let p = CLIENT.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: A non-null `CLIENT` is a live box while the client is registered, and the C
+    // callbacks run only then.
+    Some(f(unsafe { &**p }))
+}
+
+/// # Safety
+///
+/// Called by the ib_client `add` callback with a registered device.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_ib_dev_add(dev: *mut raw::ib_device) -> *mut c_void {
+    let Some(ptr) = NonNull::new(dev) else {
+        return ptr::null_mut();
+    };
+    // INVARIANT: the device is registered for the duration of `add`.
+    with_client(|c| c.add(Device { ptr })).unwrap_or(ptr::null_mut())
+}
+
+/// # Safety
+///
+/// Called by the ib_client `remove` callback, with the data `add` returned.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_ib_dev_remove(dev: *mut raw::ib_device, data: *mut c_void) {
+    let Some(ptr) = NonNull::new(dev) else { return };
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: The device is registered until `remove` returns; `data` is what `add` returned,
+    // handed back once.
+    let _ = with_client(|c| unsafe { c.remove(Device { ptr }, data) });
+}
+
+/// A protection domain; deallocated when dropped (after every QP and registration on it is
+/// gone).
+///
+/// # Invariants
+///
+/// `ptr` was allocated by `ib_alloc_pd` on `dev` and is owned by this object.
+pub(crate) struct Pd {
+    ptr: NonNull<raw::ib_pd>,
+    dev: Device,
+}
+
+// SAFETY: A PD may be used and freed from any thread.
+unsafe impl Send for Pd {}
+// SAFETY: Shared access only reads its lkey.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// Allocates a PD on `dev`.
+    pub(crate) fn new(dev: Device, _ctx: &ProcessCtx) -> Result<Self> {
+        // SAFETY: The device is registered; allocating may sleep, which `_ctx` allows.
+        let p = from_err_ptr(unsafe { raw::rds_rs_ib_alloc_pd(dev.as_ptr()) })?;
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: allocated just now.
+        Ok(Self { ptr, dev })
+    }
+
+    /// The device's local DMA lkey.
+    pub(crate) fn lkey(&self) -> u32 {
+        // SAFETY: The PD is live (type invariant).
+        unsafe { raw::rds_rs_ib_pd_lkey(self.ptr.as_ptr()) }
+    }
+
+    /// The device.
+    pub(crate) fn device(&self) -> Device {
+        self.dev
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariant); its users (QPs) are gone first by construction of
+        // the transport.
+        unsafe { raw::rds_rs_ib_dealloc_pd(self.ptr.as_ptr()) };
+    }
+}
+
+/// A completion queue polled in process context (`IB_POLL_WORKQUEUE`); freed when dropped.
+///
+/// # Invariants
+///
+/// `ptr` was allocated by `ib_alloc_cq` and is owned by this object.
+pub(crate) struct Cq {
+    ptr: NonNull<raw::ib_cq>,
+}
+
+// SAFETY: A CQ may be used and freed from any thread.
+unsafe impl Send for Cq {}
+// SAFETY: Shared access only hands the pointer to `rdma_create_qp`.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// A CQ of `nr_cqe` entries on `dev`.
+    pub(crate) fn new(dev: Device, nr_cqe: u32, vector: u32, _ctx: &ProcessCtx) -> Result<Self> {
+        let n = c_int::try_from(nr_cqe).map_err(|_| EINVAL)?;
+        let v = c_int::try_from(vector).map_err(|_| EINVAL)?;
+        // SAFETY: The device is registered; allocating may sleep, which `_ctx` allows.
+        let p = from_err_ptr(unsafe { raw::rds_rs_ib_alloc_cq(dev.as_ptr(), n, v) })?;
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: allocated just now.
+        Ok(Self { ptr })
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariant); the QPs using it are destroyed first by construction
+        // of the transport (`ib_free_cq` waits for the polling work).
+        unsafe { raw::rds_rs_ib_free_cq(self.ptr.as_ptr()) };
+    }
+}
+
+/// What a completion handler learns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Wc {
+    /// `enum ib_wc_status` (0 success, 5 `IB_WC_WR_FLUSH_ERR`, 10 `IB_WC_REM_ACCESS_ERR`, ...).
+    pub(crate) status: i32,
+    /// `enum ib_wc_opcode`.
+    #[expect(dead_code, reason = "for RDMA completions (issue 11)")]
+    pub(crate) opcode: i32,
+    /// Bytes received (receives).
+    pub(crate) byte_len: u32,
+}
+
+/// `IB_WC_SUCCESS`.
+pub(crate) const WC_SUCCESS: i32 = 0;
+/// `IB_WC_WR_FLUSH_ERR`: the QP is in error or drained; the request did not execute.
+pub(crate) const WC_FLUSH_ERR: i32 = 5;
+
+/// Who handles the completions of work requests naming a [`WrCqe`].
+pub(crate) trait WcHandler: Send + Sync {
+    /// The request with tag `tag` completed (completion context: see the module documentation).
+    fn done(&self, tag: u32, wc: Wc);
+}
+
+/// The `ib_cqe` a work request names, with who handles its completion.
+///
+/// # Invariants
+///
+/// `cqe.done` is the glue's completion callback; `handler`, when set, points to a live
+/// handler for as long as a work request naming this `WrCqe` may complete (its owner drains
+/// the QP before dropping either).
+#[repr(C)]
+pub(crate) struct WrCqe {
+    cqe: Opaque<raw::ib_cqe>,
+    handler: *const dyn WcHandler,
+    tag: u32,
+}
+
+// SAFETY: The raw handler pointer is only dereferenced in completions, where the owner
+// guarantees it is alive; the handler is `Send + Sync`.
+unsafe impl Send for WrCqe {}
+// SAFETY: As above.
+unsafe impl Sync for WrCqe {}
+
+impl WrCqe {
+    /// A cqe for requests tagged `tag`, handled by `handler`.
+    ///
+    /// # Safety
+    ///
+    /// `handler` stays alive, and the `WrCqe` stays at the same address, until every work
+    /// request posted with it has completed.
+    pub(crate) unsafe fn new(handler: *const dyn WcHandler, tag: u32) -> Self {
+        let cqe = Opaque::uninit();
+        // SAFETY: `cqe` is valid for writes; the helper sets its `done`.
+        unsafe { raw::rds_rs_ib_cqe_init(cqe.get()) };
+        // INVARIANT: `done` set above; the caller vouches for `handler`.
+        Self { cqe, handler, tag }
+    }
+
+    fn raw(&self) -> *mut raw::ib_cqe {
+        self.cqe.get()
+    }
+}
+
+/// Called by the glue for every completion.
+///
+/// # Safety
+///
+/// `cqe` is the first field of a live `WrCqe` named by the completed request.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: c_int, len: u32) {
+    // CAST: `cqe` is the first field of the `repr(C)` `WrCqe`, so the pointers coincide.
+    let w = cqe.cast::<WrCqe>();
+    // SAFETY: Per the function's safety requirements the `WrCqe` is live; its handler is alive
+    // while requests naming it may complete (type invariant).
+    unsafe {
+        let h = &*(*w).handler;
+        h.done(
+            (*w).tag,
+            Wc {
+                status,
+                opcode,
+                byte_len: len,
+            },
+        );
+    }
+}
+
+/// What an rdma_cm event handler tells rdma_cm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CmAction {
+    /// Keep the id.
+    Keep,
+    /// Destroy the id of the event (only for a connection request the handler did not adopt).
+    Destroy,
+}
+
+/// `enum rdma_cm_event_type`.
+pub(crate) mod cm_event {
+    /// `RDMA_CM_EVENT_ADDR_RESOLVED`.
+    pub(crate) const ADDR_RESOLVED: i32 = 0;
+    /// `RDMA_CM_EVENT_ADDR_ERROR`.
+    pub(crate) const ADDR_ERROR: i32 = 1;
+    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`.
+    pub(crate) const ROUTE_RESOLVED: i32 = 2;
+    /// `RDMA_CM_EVENT_ROUTE_ERROR`.
+    pub(crate) const ROUTE_ERROR: i32 = 3;
+    /// `RDMA_CM_EVENT_CONNECT_REQUEST`.
+    pub(crate) const CONNECT_REQUEST: i32 = 4;
+    /// `RDMA_CM_EVENT_CONNECT_ERROR`.
+    pub(crate) const CONNECT_ERROR: i32 = 6;
+    /// `RDMA_CM_EVENT_UNREACHABLE`.
+    pub(crate) const UNREACHABLE: i32 = 7;
+    /// `RDMA_CM_EVENT_REJECTED`.
+    pub(crate) const REJECTED: i32 = 8;
+    /// `RDMA_CM_EVENT_ESTABLISHED`.
+    pub(crate) const ESTABLISHED: i32 = 9;
+    /// `RDMA_CM_EVENT_DISCONNECTED`.
+    pub(crate) const DISCONNECTED: i32 = 10;
+    /// `RDMA_CM_EVENT_DEVICE_REMOVAL`.
+    pub(crate) const DEVICE_REMOVAL: i32 = 11;
+    /// `RDMA_CM_EVENT_ADDR_CHANGE`.
+    pub(crate) const ADDR_CHANGE: i32 = 14;
+    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`.
+    pub(crate) const TIMEWAIT_EXIT: i32 = 15;
+}
+
+/// An rdma_cm event.
+pub(crate) struct CmEvent<'a> {
+    /// The event type ([`cm_event`]).
+    pub(crate) kind: i32,
+    /// Its status (negative errno for errors; the reject reason for `REJECTED`).
+    pub(crate) status: i32,
+    /// The private data of a connection request, reply or reject (as rdma_cm delivers it).
+    pub(crate) private: &'a [u8],
+    /// The event came through the IPv6 handler (the listener's family, for requests).
+    pub(crate) v6: bool,
+}
+
+/// Who handles the events of an rdma_cm id.
+pub(crate) trait CmHandler: Send + Sync {
+    /// An event on `id` (see the module documentation for the rules).
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction;
+}
+
+/// The context of an rdma_cm id: who handles its events.
+type CmCtx = KBox<Arc<dyn CmHandler>>;
+
+/// An rdma_cm id owned by the transport; destroyed when dropped (which waits for a running
+/// handler of the id, so never drop one inside its own handler).
+///
+/// # Invariants
+///
+/// `ptr` is a live rdma_cm id owned by this object; its context is `ctx`, a leaked
+/// [`CmCtx`] freed after the id is destroyed.
+pub(crate) struct CmId {
+    ptr: NonNull<raw::rdma_cm_id>,
+    ctx: *mut Arc<dyn CmHandler>,
+}
+
+// SAFETY: rdma_cm ids may be used from any thread (rdma_cm serialises its state changes).
+unsafe impl Send for CmId {}
+// SAFETY: As above.
+unsafe impl Sync for CmId {}
+
+/// A borrowed rdma_cm id, as an event handler sees it.
+#[derive(Clone, Copy)]
+pub(crate) struct CmIdRef<'a> {
+    ptr: NonNull<raw::rdma_cm_id>,
+    _p: PhantomData<&'a ()>,
+}
+
+fn leak_ctx(h: Arc<dyn CmHandler>) -> Result<*mut Arc<dyn CmHandler>> {
+    let b: CmCtx = KBox::new(h, GFP_KERNEL)?;
+    Ok(KBox::into_raw(b))
+}
+
+impl CmId {
+    /// A new id whose events go to `handler` (IPv6 ids get the IPv6 handler).
+    pub(crate) fn new(handler: Arc<dyn CmHandler>, v6: bool, _ctx: &ProcessCtx) -> Result<Self> {
+        let ctx = leak_ctx(handler)?;
+        // SAFETY: `ctx` stays valid until after the id is destroyed (`Drop`); creating an id
+        // may sleep, which `_ctx` allows.
+        let p = unsafe { raw::rds_rs_cm_create(ctx.cast(), v6) };
+        match from_err_ptr(p).and_then(|p| NonNull::new(p).ok_or(ENOMEM)) {
+            // INVARIANT: created just now with context `ctx`.
+            Ok(ptr) => Ok(Self { ptr, ctx }),
+            Err(e) => {
+                // SAFETY: No id uses `ctx`.
+                drop(unsafe { KBox::from_raw(ctx) });
+                Err(e)
+            }
+        }
+    }
+
+    /// Binds the family's wildcard address to `port` and listens.
+    pub(crate) fn listen(&self, v6: bool, port: u16, _ctx: &ProcessCtx) -> Result {
+        // SAFETY: The id is live (type invariant); may sleep, which `_ctx` allows.
+        to_result(unsafe { raw::rds_rs_cm_listen(self.ptr.as_ptr(), v6, port) })
+    }
+
+    /// Starts resolving the route from `laddr` to `faddr`:`port` (the events follow).
+    pub(crate) fn resolve_addr(
+        &self,
+        laddr: &[u8; 16],
+        faddr: &[u8; 16],
+        port: u16,
+        scope_id: u32,
+        timeout_ms: i32,
+    ) -> Result {
+        // SAFETY: The id is live; the addresses are valid for 16 bytes.
+        to_result(unsafe {
+            raw::rds_rs_cm_resolve_addr(
+                self.ptr.as_ptr(),
+                laddr.as_ptr(),
+                faddr.as_ptr(),
+                port,
+                scope_id,
+                timeout_ms,
+            )
+        })
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariant); destroying waits for running handlers of the id, after
+        // which none runs, so the context can go.
+        unsafe {
+            raw::rds_rs_cm_destroy(self.ptr.as_ptr());
+            drop(KBox::from_raw(self.ctx));
+        }
+    }
+}
+
+impl<'a> CmIdRef<'a> {
+    /// The device the id is bound to, once the address is resolved (or the request arrived).
+    pub(crate) fn device(self) -> Option<Device> {
+        // SAFETY: The id is live while borrowed.
+        let p = unsafe { raw::rds_rs_cm_device(self.ptr.as_ptr()) };
+        // INVARIANT: an id's device is registered while the id is bound to it.
+        NonNull::new(p).map(|ptr| Device { ptr })
+    }
+
+    /// Takes ownership of the id of a connection request, whose events now go to `handler`.
+    /// The handler must then return [`CmAction::Keep`].
+    pub(crate) fn adopt(self, handler: Arc<dyn CmHandler>) -> Result<CmId> {
+        let ctx = leak_ctx(handler)?;
+        // SAFETY: The id is live; from its handler, setting the context is allowed (rdma_cm
+        // reads it only for later events).
+        unsafe { raw::rds_rs_cm_set_context(self.ptr.as_ptr(), ctx.cast()) };
+        // INVARIANT: the caller's id, whose context is now `ctx`.
+        Ok(CmId { ptr: self.ptr, ctx })
+    }
+
+    /// Sets the type of service and the minimal RNR timer (at `ADDR_RESOLVED`).
+    pub(crate) fn set_tos(self, tos: u8) {
+        // SAFETY: The id is live.
+        unsafe { raw::rds_rs_cm_set_tos(self.ptr.as_ptr(), tos) };
+    }
+
+    /// Starts resolving the route (at `ADDR_RESOLVED`).
+    pub(crate) fn resolve_route(self, timeout_ms: i32) -> Result {
+        // SAFETY: The id is live.
+        to_result(unsafe { raw::rds_rs_cm_resolve_route(self.ptr.as_ptr(), timeout_ms) })
+    }
+
+    /// Creates the id's RC QP on `pd` with the two CQs; its asynchronous events go to
+    /// `qp_ctx` ([`QpEvents`]).
+    ///
+    /// # Safety
+    ///
+    /// `qp_ctx` stays alive until the QP is destroyed.
+    pub(crate) unsafe fn create_qp(
+        self,
+        pd: &Pd,
+        send_cq: &Cq,
+        recv_cq: &Cq,
+        caps: (u32, u32, u32),
+        qp_ctx: *const QpEvents,
+    ) -> Result {
+        // SAFETY: The id, the PD and the CQs are live; the caller vouches for `qp_ctx`.
+        to_result(unsafe {
+            raw::rds_rs_ib_create_qp(
+                self.ptr.as_ptr(),
+                pd.ptr.as_ptr(),
+                send_cq.ptr.as_ptr(),
+                recv_cq.ptr.as_ptr(),
+                caps.0,
+                caps.1,
+                caps.2,
+                qp_ctx.cast_mut().cast(),
+            )
+        })
+    }
+
+    /// Connects with `private` data (from the handler, at `ROUTE_RESOLVED`).
+    pub(crate) fn connect(self, private: &[u8]) -> Result {
+        let len = u8::try_from(private.len()).map_err(|_| EINVAL)?;
+        // SAFETY: The id is live and its handler lock is held (we run in its handler);
+        // `private` is valid for `len` bytes and copied by rdma_cm.
+        to_result(unsafe {
+            raw::rds_rs_cm_connect(self.ptr.as_ptr(), private.as_ptr().cast(), len)
+        })
+    }
+
+    /// Accepts a connection request with `private` data (from the request's handler).
+    pub(crate) fn accept(self, private: &[u8]) -> Result {
+        let len = u8::try_from(private.len()).map_err(|_| EINVAL)?;
+        // SAFETY: As for `connect`; `rdma_accept` needs the request id's handler lock, held.
+        to_result(unsafe { raw::rds_rs_cm_accept(self.ptr.as_ptr(), private.as_ptr().cast(), len) })
+    }
+
+    /// Rejects a connection request with C's reason (a host-endian int).
+    pub(crate) fn reject(self, reason: i32) {
+        // SAFETY: The id is live.
+        let _ = unsafe { raw::rds_rs_cm_reject(self.ptr.as_ptr(), reason) };
+    }
+
+    /// Moves the QP on when a SEND arrives before the RTU (`IB_EVENT_COMM_EST`).
+    #[expect(
+        dead_code,
+        reason = "rxe and siw send the RTU before data; kept for hardware"
+    )]
+    pub(crate) fn established(self) {
+        // SAFETY: The id is live.
+        let _ = unsafe { raw::rds_rs_cm_established(self.ptr.as_ptr()) };
+    }
+
+    /// The service level of the route (0 on iWARP).
+    #[expect(dead_code, reason = "for RDS_INFO_IB_CONNECTIONS")]
+    pub(crate) fn sl(self) -> u8 {
+        // SAFETY: The id is live.
+        unsafe { raw::rds_rs_cm_sl(self.ptr.as_ptr()) }
+    }
+
+    /// The source and destination GIDs.
+    #[expect(dead_code, reason = "for RDS_INFO_IB_CONNECTIONS")]
+    pub(crate) fn gids(self) -> ([u8; 16], [u8; 16]) {
+        let (mut s, mut d) = ([0u8; 16], [0u8; 16]);
+        // SAFETY: The id is live; both buffers are valid for 16 bytes.
+        unsafe { raw::rds_rs_cm_gids(self.ptr.as_ptr(), s.as_mut_ptr(), d.as_mut_ptr()) };
+        (s, d)
+    }
+
+    /// Posts a SEND of a header (`hdr`, `hdr_len` bytes at a device address) and, if
+    /// `data_len` is not 0, data; `flags` are [`SEND_SIGNALED`] etc.
+    ///
+    /// # Safety
+    ///
+    /// The QP exists; `cqe` stays valid until the request completes; the device addresses
+    /// are mapped for the device and stay so until then.
+    pub(crate) unsafe fn post_send(
+        self,
+        cqe: &WrCqe,
+        hdr: (u64, u32),
+        data: (u64, u32),
+        lkey: u32,
+        flags: i32,
+    ) -> Result {
+        // SAFETY: Per the function's safety requirements.
+        to_result(unsafe {
+            raw::rds_rs_ib_post_send(
+                self.ptr.as_ptr(),
+                cqe.raw(),
+                hdr.0,
+                hdr.1,
+                data.0,
+                data.1,
+                lkey,
+                flags,
+            )
+        })
+    }
+
+    /// Posts a receive into a header buffer and a data buffer (device addresses).
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmIdRef::post_send`]; the buffers are mapped for the device to write.
+    pub(crate) unsafe fn post_recv(
+        self,
+        cqe: &WrCqe,
+        hdr: (u64, u32),
+        data: (u64, u32),
+        lkey: u32,
+    ) -> Result {
+        // SAFETY: Per the function's safety requirements.
+        to_result(unsafe {
+            raw::rds_rs_ib_post_recv(
+                self.ptr.as_ptr(),
+                cqe.raw(),
+                hdr.0,
+                hdr.1,
+                data.0,
+                data.1,
+                lkey,
+            )
+        })
+    }
+}
+
+/// A SEND that generates a completion.
+pub(crate) const SEND_SIGNALED: i32 = raw::RDS_RS_IB_SIGNALED as i32;
+/// A SEND that raises a solicited event at the receiver (C arms its receive CQ for these).
+pub(crate) const SEND_SOLICITED: i32 = raw::RDS_RS_IB_SOLICITED as i32;
+/// A SEND that waits for earlier RDMA reads.
+#[expect(dead_code, reason = "for RDMA reads (issue 11)")]
+pub(crate) const SEND_FENCE: i32 = raw::RDS_RS_IB_FENCE as i32;
+
+/// Called by the glue for every rdma_cm event.
+///
+/// # Safety
+///
+/// `ctx` is the context of `id` (a leaked [`CmCtx`] alive while the id exists); `private` is
+/// valid for `len` bytes or null.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_cm_event(
+    ctx: *mut c_void,
+    id: *mut raw::rdma_cm_id,
+    event: c_int,
+    status: c_int,
+    private: *const c_void,
+    len: u8,
+    v6: bool,
+) -> c_int {
+    let (Some(idp), false) = (NonNull::new(id), ctx.is_null()) else {
+        return 0;
+    };
+    let private = if private.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: Per the function's safety requirements.
+        unsafe { core::slice::from_raw_parts(private.cast::<u8>(), usize::from(len)) }
+    };
+    // SAFETY: Per the function's safety requirements `ctx` is a live `CmCtx`.
+    let h = unsafe { &*ctx.cast::<Arc<dyn CmHandler>>() };
+    let ev = CmEvent {
+        kind: event,
+        status,
+        private,
+        v6,
+    };
+    match h.event(
+        CmIdRef {
+            ptr: idp,
+            _p: PhantomData,
+        },
+        &ev,
+    ) {
+        CmAction::Keep => 0,
+        CmAction::Destroy => 1,
+    }
+}
+
+/// Who handles a QP's asynchronous events (`IB_EVENT_COMM_EST`, errors).
+pub(crate) struct QpEvents {
+    /// The handler: `f(event)`; any context the device core calls it in (may be atomic).
+    pub(crate) handler: Arc<dyn Fn(i32) + Send + Sync>,
+}
+
+/// `IB_EVENT_COMM_EST`.
+pub(crate) const QP_EVENT_COMM_EST: i32 = 8;
+
+/// # Safety
+///
+/// `ctx` is a live [`QpEvents`] (the QP's creator keeps it until the QP is destroyed).
+#[no_mangle]
+unsafe extern "C" fn rds_rs_ib_qp_event(ctx: *mut c_void, event: c_int) {
+    if ctx.is_null() {
+        return;
+    }
+    // SAFETY: Per the function's safety requirements.
+    let q = unsafe { &*ctx.cast::<QpEvents>() };
+    (q.handler)(event);
+}
+
+/// Memory mapped for a device: `len` bytes of a kernel buffer (headers), unmapped and freed
+/// when dropped. The CPU and the device take turns on each region: the owner posts a region
+/// only when it is done with it, and touches it again only after the request completed.
+///
+/// # Invariants
+///
+/// `buf` is a `len`-byte allocation owned by this object, mapped at `addr` for `dev` in the
+/// direction `to_device` until dropped.
+pub(crate) struct DmaBuf {
+    buf: NonNull<u8>,
+    len: usize,
+    cap: usize,
+    addr: u64,
+    dev: Device,
+    to_device: bool,
+}
+
+// SAFETY: The buffer is owned; access goes through `&self`/`&mut self` copies.
+unsafe impl Send for DmaBuf {}
+// SAFETY: Shared access reads and writes through raw copies of disjoint regions the caller
+// owns at the time (see the type's documentation); no references into the buffer escape.
+unsafe impl Sync for DmaBuf {}
+
+impl DmaBuf {
+    /// `len` zeroed bytes mapped for `dev` (`to_device`: the device reads them).
+    pub(crate) fn new(dev: Device, len: usize, to_device: bool, _ctx: &ProcessCtx) -> Result<Self> {
+        let v = KVec::<u8>::from_elem(0, len, GFP_KERNEL)?;
+        let (p, l, cap) = v.into_raw_parts();
+        let mut addr = 0u64;
+        // SAFETY: `p` is valid for `l` bytes; mapping may sleep, which `_ctx` allows.
+        let r = unsafe {
+            raw::rds_rs_ib_map_single(dev.as_ptr(), p.cast(), l, c_int::from(to_device), &mut addr)
+        };
+        if r != 0 {
+            // SAFETY: Taken back from `into_raw_parts` above.
+            drop(unsafe { KVec::from_raw_parts(p, l, cap) });
+            return Err(ENOMEM);
+        }
+        let buf = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: allocated and mapped above.
+        Ok(Self {
+            buf,
+            len,
+            cap,
+            addr,
+            dev,
+            to_device,
+        })
+    }
+
+    /// The device address of byte `off`.
+    pub(crate) fn dma(&self, off: usize) -> u64 {
+        self.addr + off as u64
+    }
+
+    /// Copies `src` into the buffer at `off` (for the device to read after a post).
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        let end = off.checked_add(src.len()).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: In bounds (checked); the caller owns the region (type documentation), so
+        // nothing else writes it now; raw copies create no references into the buffer.
+        unsafe {
+            raw::rds_rs_ib_sync_for_cpu(
+                self.dev.as_ptr(),
+                self.dma(off),
+                src.len(),
+                c_int::from(self.to_device),
+            );
+            ptr::copy_nonoverlapping(src.as_ptr(), self.buf.as_ptr().add(off), src.len());
+            raw::rds_rs_ib_sync_for_device(
+                self.dev.as_ptr(),
+                self.dma(off),
+                src.len(),
+                c_int::from(self.to_device),
+            );
+        }
+        Ok(())
+    }
+
+    /// Copies bytes of the buffer at `off` into `dst` (what the device wrote, after the
+    /// request completed).
+    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
+        let end = off.checked_add(dst.len()).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        // SAFETY: As for `write`.
+        unsafe {
+            raw::rds_rs_ib_sync_for_cpu(
+                self.dev.as_ptr(),
+                self.dma(off),
+                dst.len(),
+                c_int::from(self.to_device),
+            );
+            ptr::copy_nonoverlapping(self.buf.as_ptr().add(off), dst.as_mut_ptr(), dst.len());
+            raw::rds_rs_ib_sync_for_device(
+                self.dev.as_ptr(),
+                self.dma(off),
+                dst.len(),
+                c_int::from(self.to_device),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DmaBuf {
+    fn drop(&mut self) {
+        // SAFETY: Mapped and owned (type invariant); the owner drained the QP first, so the
+        // device no longer uses it.
+        unsafe {
+            raw::rds_rs_ib_unmap_single(
+                self.dev.as_ptr(),
+                self.addr,
+                self.len,
+                c_int::from(self.to_device),
+            );
+            drop(KVec::from_raw_parts(self.buf.as_ptr(), self.len, self.cap));
+        }
+    }
+}
+
+/// A mapping of some bytes for a device to read (a SEND's data) or write (a receive buffer):
+/// a page range or a kernel buffer; unmapped by [`DmaMapping::unmap`] (or when dropped).
+///
+/// # Invariants
+///
+/// `addr` maps `len` bytes for `dev` in the direction `to_device`, from a page range
+/// (`page`) or a single buffer, until unmapped.
+pub(crate) struct DmaMapping {
+    dev: Device,
+    addr: u64,
+    len: usize,
+    page: bool,
+    to_device: bool,
+}
+
+impl DmaMapping {
+    /// Maps `len` bytes of `page` at `off`.
+    pub(crate) fn page(
+        dev: Device,
+        page: &Page,
+        off: usize,
+        len: usize,
+        to_device: bool,
+    ) -> Result<Self> {
+        if off
+            .checked_add(len)
+            .is_none_or(|e| e > kernel::page::PAGE_SIZE)
+        {
+            return Err(EINVAL);
+        }
+        let mut addr = 0u64;
+        // SAFETY: The page is allocated and the range is inside it.
+        let r = unsafe {
+            raw::rds_rs_ib_map_page(
+                dev.as_ptr(),
+                page.as_ptr().cast(),
+                off,
+                len,
+                c_int::from(to_device),
+                &mut addr,
+            )
+        };
+        if r != 0 {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: mapped above.
+        Ok(Self {
+            dev,
+            addr,
+            len,
+            page: true,
+            to_device,
+        })
+    }
+
+    /// Maps a kernel buffer for the device to read.
+    ///
+    /// # Safety
+    ///
+    /// `bytes` stays allocated (and unwritten) until the mapping is unmapped.
+    pub(crate) unsafe fn bytes(dev: Device, bytes: &[u8]) -> Result<Self> {
+        let mut addr = 0u64;
+        // SAFETY: `bytes` is a live kernel buffer (physically contiguous: kmalloc'd), valid for
+        // its length; the caller keeps it so.
+        let r = unsafe {
+            raw::rds_rs_ib_map_single(
+                dev.as_ptr(),
+                bytes.as_ptr().cast_mut().cast(),
+                bytes.len(),
+                1,
+                &mut addr,
+            )
+        };
+        if r != 0 {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: mapped above.
+        Ok(Self {
+            dev,
+            addr,
+            len: bytes.len(),
+            page: false,
+            to_device: true,
+        })
+    }
+
+    /// The device address.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Unmaps now.
+    pub(crate) fn unmap(self) {
+        drop(self);
+    }
+}
+
+impl Drop for DmaMapping {
+    fn drop(&mut self) {
+        // SAFETY: Mapped (type invariant), unmapped once, here.
+        unsafe {
+            if self.page {
+                raw::rds_rs_ib_unmap_page(
+                    self.dev.as_ptr(),
+                    self.addr,
+                    self.len,
+                    c_int::from(self.to_device),
+                );
+            } else {
+                raw::rds_rs_ib_unmap_single(
+                    self.dev.as_ptr(),
+                    self.addr,
+                    self.len,
+                    c_int::from(self.to_device),
+                );
+            }
+        }
+    }
+}
+
+/// A piece of data a SEND carries: bytes of a page, or a physically contiguous kernel buffer.
+pub(crate) enum Piece<'a> {
+    /// `len` bytes at `off` in `page`.
+    Page(&'a Page, usize, usize),
+    /// A kernel buffer (kmalloc'd).
+    Bytes(&'a [u8]),
+}
+
+/// What a SEND keeps alive until it completes, and where its data is.
+pub(crate) trait SendSource: Send + Sync {
+    /// Piece `idx` of the data (`None`: no data).
+    fn piece(&self, idx: usize) -> Option<Piece<'_>>;
+}
+
+/// A send slot's state while its SEND is outstanding.
+struct Outstanding<K> {
+    keeper: Option<K>,
+    _map: Option<DmaMapping>,
+}
+
+/// A receive slot's buffer while posted.
+struct Posted {
+    page: Page,
+    map: DmaMapping,
+}
+
+/// The size of an RDS header, what every SEND starts with and every receive buffer begins
+/// with.
+pub(crate) const HDR_LEN: usize = 48;
+/// The data of one fragment at most.
+pub(crate) const FRAG_LEN: usize = 4096;
+
+/// Tags of completions: the kind in the top bits, the slot index below.
+pub(crate) const TAG_SEND: u32 = 0;
+/// See [`TAG_SEND`].
+pub(crate) const TAG_RECV: u32 = 1 << 30;
+/// See [`TAG_SEND`]: the ack-only frame.
+pub(crate) const TAG_ACK: u32 = 2 << 30;
+/// The kind bits of a tag.
+pub(crate) const TAG_KIND: u32 = 3 << 30;
+
+/// The slots' states, under one lock per direction.
+struct Slots<K> {
+    sends: KVec<Option<Outstanding<K>>>,
+    recvs: KVec<Option<Posted>>,
+    ack: bool,
+    /// Posting is allowed (the QP exists and is not closed).
+    open: bool,
+}
+
+/// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
+/// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
+/// and `nrecv` receive slots (a header buffer and a 4 KiB page each). Completions of every
+/// slot go to `handler` with the slot's tag. Posting is refused once [`Qp::close`]d; the
+/// object must be shut down ([`Qp::shutdown`]) before it goes (its `Drop` does it otherwise),
+/// which drains the QP so that no request names its slots any more.
+///
+/// # Invariants
+///
+/// While `slots.open`, the QP of `id` exists; every posted request names a cqe of `cqes` and
+/// its slot holds (in `slots`) what the request uses (mappings, the data's owner) until its
+/// completion or until the QP is drained; `handler` is alive for as long as a request may
+/// complete (this object owns it); `cqes` is never resized (the requests hold its addresses).
+#[pin_data(PinnedDrop)]
+pub(crate) struct Qp<K: SendSource + 'static> {
+    #[pin]
+    cm: super::sync::SpinLockBh<Option<CmId>>,
+    id: NonNull<raw::rdma_cm_id>,
+    dev: Device,
+    lkey: u32,
+    send_hdrs: DmaBuf,
+    recv_hdrs: DmaBuf,
+    ack_hdr: DmaBuf,
+    /// The send cqes, then the receive cqes, then the ack's.
+    cqes: KVec<WrCqe>,
+    nsend: u32,
+    nrecv: u32,
+    #[pin]
+    slots: super::sync::SpinLockBh<Slots<K>>,
+    has_qp: core::sync::atomic::AtomicBool,
+    handler: Arc<dyn WcHandler>,
+    events: KBox<QpEvents>,
+    // The CQs go after the QP (fields drop in order, after `drop`).
+    send_cq: Cq,
+    recv_cq: Cq,
+}
+
+// SAFETY: The raw id is used under the `slots` lock while open (posting) or by the shutdown;
+// everything else is `Send`.
+unsafe impl<K: SendSource + 'static> Send for Qp<K> {}
+// SAFETY: Shared access goes through the `slots` and `cm` locks.
+unsafe impl<K: SendSource + 'static> Sync for Qp<K> {}
+
+/// Sizes of a new [`Qp`].
+pub(crate) struct QpSpec {
+    /// Send slots.
+    pub(crate) nsend: u32,
+    /// Receive slots.
+    pub(crate) nrecv: u32,
+    /// The completion vector.
+    pub(crate) vector: u32,
+}
+
+impl<K: SendSource + 'static> Qp<K> {
+    /// Creates the QP of the id `idref` (on `pd`'s device) with its CQs and slots. `id` is the
+    /// owned id when the caller has it (it then goes with this object's shutdown); otherwise
+    /// the caller keeps the id alive until the shutdown, or hands it over with
+    /// [`Qp::set_id`].
+    pub(crate) fn new(
+        idref: CmIdRef<'_>,
+        id: Option<CmId>,
+        pd: &Pd,
+        spec: &QpSpec,
+        handler: Arc<dyn WcHandler>,
+        events: QpEvents,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Self>> {
+        let dev = pd.device();
+        let send_cq = Cq::new(dev, spec.nsend + 2, spec.vector, ctx)?;
+        let recv_cq = Cq::new(dev, spec.nrecv + 1, spec.vector, ctx)?;
+        let send_hdrs = DmaBuf::new(dev, spec.nsend as usize * HDR_LEN, true, ctx)?;
+        let recv_hdrs = DmaBuf::new(dev, spec.nrecv as usize * HDR_LEN, false, ctx)?;
+        let ack_hdr = DmaBuf::new(dev, HDR_LEN, true, ctx)?;
+        let hp: *const dyn WcHandler = &*handler;
+        let total = (spec.nsend + spec.nrecv + 1) as usize;
+        let mut cqes = KVec::with_capacity(total, GFP_KERNEL)?;
+        let tags = Iterator::chain(
+            Iterator::chain(
+                (0..spec.nsend).map(|i| TAG_SEND | i),
+                (0..spec.nrecv).map(|i| TAG_RECV | i),
+            ),
+            core::iter::once(TAG_ACK),
+        );
+        for t in tags {
+            // SAFETY: `handler` is kept in the object, which drains the QP before it goes; the
+            // cqes do not move once the vector is built (its capacity is exact and it is never
+            // grown).
+            cqes.push(unsafe { WrCqe::new(hp, t) }, GFP_KERNEL)?;
+        }
+        let mut sends = KVec::with_capacity(spec.nsend as usize, GFP_KERNEL)?;
+        for _ in 0..spec.nsend {
+            sends.push(None, GFP_KERNEL)?;
+        }
+        let mut recvs = KVec::with_capacity(spec.nrecv as usize, GFP_KERNEL)?;
+        for _ in 0..spec.nrecv {
+            recvs.push(None, GFP_KERNEL)?;
+        }
+        let events = KBox::new(events, GFP_KERNEL)?;
+        let q = Arc::pin_init(
+            try_pin_init!(Self {
+                cm <- super::sync::new_spinlock_bh!(id, "Qp::cm"),
+                id: idref.ptr,
+                dev,
+                lkey: pd.lkey(),
+                send_hdrs,
+                recv_hdrs,
+                ack_hdr,
+                cqes,
+                nsend: spec.nsend,
+                nrecv: spec.nrecv,
+                slots <- super::sync::new_spinlock_bh!(
+                    Slots {
+                        sends,
+                        recvs,
+                        ack: false,
+                        open: false,
+                    },
+                    "Qp::slots"
+                ),
+                has_qp: core::sync::atomic::AtomicBool::new(false),
+                handler,
+                events,
+                send_cq,
+                recv_cq,
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `events` is boxed in the object, which destroys the QP before it goes.
+        unsafe {
+            idref.create_qp(
+                pd,
+                &q.send_cq,
+                &q.recv_cq,
+                (spec.nsend + 1, spec.nrecv + 1, 2),
+                &*q.events,
+            )?
+        };
+        q.has_qp.store(true, Ordering::Release);
+        // INVARIANT: the QP exists now.
+        q.slots.lock().open = true;
+        Ok(q)
+    }
+
+    fn idref(&self) -> CmIdRef<'_> {
+        CmIdRef {
+            ptr: self.id,
+            _p: PhantomData,
+        }
+    }
+
+    /// Hands over the owned id (adopted after the QP was created); it goes with the
+    /// shutdown.
+    pub(crate) fn set_id(&self, id: CmId) -> core::result::Result<(), CmId> {
+        let mut cm = self.cm.lock();
+        if cm.is_some() {
+            return Err(id);
+        }
+        *cm = Some(id);
+        Ok(())
+    }
+
+    /// Send slots.
+    pub(crate) fn nsend(&self) -> u32 {
+        self.nsend
+    }
+
+    /// Receive slots.
+    pub(crate) fn nrecv(&self) -> u32 {
+        self.nrecv
+    }
+
+    fn cqe(&self, tag: u32) -> Option<&WrCqe> {
+        let idx = match tag & TAG_KIND {
+            TAG_SEND => tag & !TAG_KIND,
+            TAG_RECV => self.nsend + (tag & !TAG_KIND),
+            _ => self.nsend + self.nrecv,
+        };
+        self.cqes.get(idx as usize)
+    }
+
+    /// Posts a SEND from send slot `slot`: `hdr`, then piece `piece` of `keeper`'s data (if
+    /// any), with `flags` ([`SEND_SIGNALED`]...). `keeper` stays in the slot until
+    /// [`Qp::complete_send`] (or the object goes).
+    pub(crate) fn post_send(
+        &self,
+        slot: u32,
+        hdr: &[u8; HDR_LEN],
+        keeper: K,
+        piece: Option<usize>,
+        flags: i32,
+    ) -> Result {
+        let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
+        if slot >= self.nsend {
+            return Err(EINVAL);
+        }
+        let off = slot as usize * HDR_LEN;
+        let map = match piece.and_then(|i| keeper.piece(i)) {
+            None => None,
+            Some(Piece::Page(p, o, n)) => Some(DmaMapping::page(self.dev, p, o, n, true)?),
+            // SAFETY: `keeper` owns the bytes and stays in the slot, with the mapping, until
+            // the request completed or the QP is drained: the buffer outlives the mapping.
+            Some(Piece::Bytes(b)) => Some(unsafe { DmaMapping::bytes(self.dev, b)? }),
+        };
+        let data = map
+            .as_ref()
+            .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
+        let mut slots = self.slots.lock();
+        if !slots.open {
+            return Err(super::net::enotconn());
+        }
+        let st = slots.sends.get_mut(slot as usize).ok_or(EINVAL)?;
+        if st.is_some() {
+            return Err(EBUSY);
+        }
+        self.send_hdrs.write(off, hdr)?;
+        // SAFETY: The QP exists while open (type invariant), checked under the lock that
+        // `close` takes; the cqe lives in this object, which drains the QP before it goes; the
+        // header buffer and the data mapping stay until the completion (the data in the slot,
+        // stored below under the same lock, before any completion can take it).
+        let r = unsafe {
+            self.idref().post_send(
+                cqe,
+                (self.send_hdrs.dma(off), HDR_LEN as u32),
+                data,
+                self.lkey,
+                flags,
+            )
+        };
+        if r.is_ok() {
+            *st = Some(Outstanding {
+                keeper: Some(keeper),
+                _map: map,
+            });
+        }
+        r
+    }
+
+    /// The SEND of slot `slot` completed (or was flushed): returns its keeper.
+    pub(crate) fn complete_send(&self, slot: u32) -> Option<K> {
+        let st = self.slots.lock().sends.get_mut(slot as usize)?.take();
+        st.and_then(|s| s.keeper)
+    }
+
+    /// Posts an ack-only frame (`hdr`, no data) unless one is outstanding (`false` then).
+    pub(crate) fn post_ack(&self, hdr: &[u8; HDR_LEN], flags: i32) -> Result<bool> {
+        let cqe = self.cqe(TAG_ACK).ok_or(EINVAL)?;
+        let mut slots = self.slots.lock();
+        if !slots.open {
+            return Err(super::net::enotconn());
+        }
+        if slots.ack {
+            return Ok(false);
+        }
+        self.ack_hdr.write(0, hdr)?;
+        // SAFETY: As in `post_send` (no data).
+        let r = unsafe {
+            self.idref().post_send(
+                cqe,
+                (self.ack_hdr.dma(0), HDR_LEN as u32),
+                (0, 0),
+                self.lkey,
+                flags,
+            )
+        };
+        slots.ack = r.is_ok();
+        r.map(|()| true)
+    }
+
+    /// The ack-only frame completed.
+    pub(crate) fn complete_ack(&self) {
+        self.slots.lock().ack = false;
+    }
+
+    /// Posts a receive into slot `slot` with a new page.
+    pub(crate) fn post_recv(&self, slot: u32, flags: kernel::alloc::Flags) -> Result {
+        let cqe = self.cqe(TAG_RECV | slot).ok_or(EINVAL)?;
+        if slot >= self.nrecv {
+            return Err(EINVAL);
+        }
+        let page = Page::alloc_page(flags)?;
+        let map = DmaMapping::page(self.dev, &page, 0, FRAG_LEN, false)?;
+        let off = slot as usize * HDR_LEN;
+        let addr = map.addr();
+        let mut slots = self.slots.lock();
+        if !slots.open {
+            return Err(super::net::enotconn());
+        }
+        let st = slots.recvs.get_mut(slot as usize).ok_or(EINVAL)?;
+        if st.is_some() {
+            return Err(EBUSY);
+        }
+        // SAFETY: As in `post_send`; the page is mapped for the device to write and stays in
+        // the slot (stored below, under the lock) until the completion.
+        let r = unsafe {
+            self.idref().post_recv(
+                cqe,
+                (self.recv_hdrs.dma(off), HDR_LEN as u32),
+                (addr, FRAG_LEN as u32),
+                self.lkey,
+            )
+        };
+        if r.is_ok() {
+            *st = Some(Posted { page, map });
+        }
+        r
+    }
+
+    /// The receive of slot `slot` completed: its header bytes and its page (unmapped: the
+    /// CPU may read it).
+    pub(crate) fn complete_recv(&self, slot: u32) -> Option<([u8; HDR_LEN], Page)> {
+        let p = self.slots.lock().recvs.get_mut(slot as usize)?.take()?;
+        let Posted { page, map } = p;
+        map.unmap();
+        let mut hdr = [0u8; HDR_LEN];
+        self.recv_hdrs
+            .read(slot as usize * HDR_LEN, &mut hdr)
+            .ok()?;
+        Some((hdr, page))
+    }
+
+    /// Refuses further posts.
+    pub(crate) fn close(&self) {
+        self.slots.lock().open = false;
+    }
+
+    /// Takes the QP down (process context, not in a cm handler of the id): no more posts,
+    /// disconnect, wait for every outstanding request to complete (flushed), destroy the QP,
+    /// then the owned id.
+    pub(crate) fn shutdown(&self, _ctx: &ProcessCtx) {
+        self.close();
+        if self.has_qp.swap(false, Ordering::AcqRel) {
+            // SAFETY: The id is alive: it is ours (`cm`) or the caller's, which keeps it until
+            // the QP is gone; nothing posts any more (closed above under the `slots` lock).
+            // Draining and destroying may sleep, which `_ctx` allows.
+            unsafe {
+                raw::rds_rs_cm_disconnect(self.id.as_ptr());
+                raw::rds_rs_ib_drain_qp(self.id.as_ptr());
+                raw::rds_rs_ib_destroy_qp(self.id.as_ptr());
+            }
+        }
+        let id = self.cm.lock().take();
+        drop(id);
+    }
+}
+
+#[pinned_drop]
+impl<K: SendSource + 'static> PinnedDrop for Qp<K> {
+    fn drop(self: Pin<&mut Self>) {
+        // The owner shuts the QP down first; if it did not, the QP must still go before the
+        // slots and the CQs (never in a completion of this QP: the owner guarantees it).
+        if self.has_qp.load(Ordering::Acquire) {
+            let ctx = ProcessCtx::enter();
+            self.shutdown(&ctx);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C glue of rds_rs's IB/iWARP transport (bindings/ib_glue.c): the ib_client, rdma_cm ids and
+ * their event handler, QPs, work requests, completions and DMA mapping, reduced to what the
+ * Rust wrappers in bindings/ib.rs need. Macros and static inline verbs are reached here.
+ */
+#ifndef RDS_RS_IB_GLUE_H
+#define RDS_RS_IB_GLUE_H
+
+#include <linux/types.h>
+
+struct ib_device;
+struct ib_pd;
+struct ib_cq;
+struct ib_cqe;
+struct rdma_cm_id;
+struct page;
+struct net;
+
+/* Device attributes the transport uses. */
+struct rds_rs_ib_attrs {
+	u32 max_qp_wr;
+	u32 max_send_sge;
+	u32 max_recv_sge;
+	u32 max_sge_rd;
+	u32 max_cqe;
+	u32 max_qp_rd_atom;
+	u32 max_qp_init_rd_atom;
+	u32 atomic_cap;		/* enum ib_atomic_cap */
+	u32 masked_atomic_cap;
+	u32 max_fast_reg_page_list_len;
+	u64 device_cap_flags;
+	bool iwarp;
+};
+
+/* The ib_client "rds_rs": add and remove call these (Rust). */
+void *rds_rs_ib_dev_add(struct ib_device *dev);
+void rds_rs_ib_dev_remove(struct ib_device *dev, void *data);
+int rds_rs_ib_register(void);
+void rds_rs_ib_unregister(void);
+
+void rds_rs_ib_dev_attrs(struct ib_device *dev, struct rds_rs_ib_attrs *out);
+const char *rds_rs_ib_dev_name(struct ib_device *dev);
+struct ib_device *rds_rs_ib_dev_for_addr(struct net *net, const u8 addr[16], u32 scope_id);
+void rds_rs_ib_dev_put(struct ib_device *dev);
+
+struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *dev);
+void rds_rs_ib_dealloc_pd(struct ib_pd *pd);
+u32 rds_rs_ib_pd_lkey(struct ib_pd *pd);
+
+struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
+void rds_rs_ib_free_cq(struct ib_cq *cq);
+
+/* rdma_cm ids; the handler calls rds_rs_cm_event (Rust) with the id's context. */
+int rds_rs_cm_event(void *ctx, struct rdma_cm_id *id, int event, int status,
+		    const void *private_data, u8 private_data_len, bool listen_v6);
+struct rdma_cm_id *rds_rs_cm_create(void *ctx, bool v6);
+void rds_rs_cm_destroy(struct rdma_cm_id *id);
+void rds_rs_cm_set_context(struct rdma_cm_id *id, void *ctx);
+struct ib_device *rds_rs_cm_device(struct rdma_cm_id *id);
+int rds_rs_cm_listen(struct rdma_cm_id *id, bool v6, u16 port);
+int rds_rs_cm_resolve_addr(struct rdma_cm_id *id, const u8 laddr[16], const u8 faddr[16],
+			   u16 port, u32 scope_id, int timeout_ms);
+int rds_rs_cm_resolve_route(struct rdma_cm_id *id, int timeout_ms);
+void rds_rs_cm_set_tos(struct rdma_cm_id *id, u8 tos);
+int rds_rs_cm_connect(struct rdma_cm_id *id, const void *priv, u8 len);
+int rds_rs_cm_accept(struct rdma_cm_id *id, const void *priv, u8 len);
+int rds_rs_cm_reject(struct rdma_cm_id *id, int reason);
+int rds_rs_cm_disconnect(struct rdma_cm_id *id);
+int rds_rs_cm_established(struct rdma_cm_id *id);
+u8 rds_rs_cm_sl(struct rdma_cm_id *id);
+void rds_rs_cm_gids(struct rdma_cm_id *id, u8 src[16], u8 dst[16]);
+
+/* QPs on a cm id; asynchronous QP events call rds_rs_ib_qp_event (Rust). */
+void rds_rs_ib_qp_event(void *ctx, int event);
+int rds_rs_ib_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *send_cq,
+			struct ib_cq *recv_cq, u32 max_send_wr, u32 max_recv_wr, u32 max_send_sge,
+			void *qp_ctx);
+void rds_rs_ib_drain_qp(struct rdma_cm_id *id);
+void rds_rs_ib_destroy_qp(struct rdma_cm_id *id);
+
+/* Work requests: one header SGE and at most one data SGE. */
+#define RDS_RS_IB_SIGNALED	0x1
+#define RDS_RS_IB_SOLICITED	0x2
+#define RDS_RS_IB_FENCE		0x4
+void rds_rs_ib_cqe_init(struct ib_cqe *cqe);
+int rds_rs_ib_post_send(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,
+			u64 data, u32 data_len, u32 lkey, int flags);
+int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,
+			u64 data, u32 data_len, u32 lkey);
+/* Completions call this (Rust) with the work request's ib_cqe. */
+void rds_rs_ib_wc(struct ib_cqe *cqe, int status, int opcode, u32 byte_len);
+
+/* DMA mapping for the device (direction: 1 to the device, 0 from it). */
+int rds_rs_ib_map_single(struct ib_device *dev, void *p, size_t len, int to_device, u64 *out);
+void rds_rs_ib_unmap_single(struct ib_device *dev, u64 addr, size_t len, int to_device);
+int rds_rs_ib_map_page(struct ib_device *dev, struct page *page, size_t off, size_t len,
+		       int to_device, u64 *out);
+void rds_rs_ib_unmap_page(struct ib_device *dev, u64 addr, size_t len, int to_device);
+void rds_rs_ib_sync_for_cpu(struct ib_device *dev, u64 addr, size_t len, int to_device);
+void rds_rs_ib_sync_for_device(struct ib_device *dev, u64 addr, size_t len, int to_device);
+
+#endif

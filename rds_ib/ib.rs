@@ -1,0 +1,971 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The IB/iWARP transport: devices, rdma_cm connections and the datagram path.
+//!
+//! C counterpart: `net/rds/ib.c`, `ib_cm.c`, `ib_send.c`, `ib_recv.c`, `rdma_transport.c`.
+//!
+//! # Pieces
+//!
+//! - [`IbDev`]: a device the ib_client added, with its protection domain. Connections come
+//!   and go on it; its `remove` takes them down and waits until none is left before the PD
+//!   goes (C drops them and lets the PD go with the last reference).
+//! - The listeners: rdma_cm ids on 0.0.0.0:18634 and [::]:16385. A connection request is
+//!   checked (private data, version: [`crate::proto::negotiate`]), matched to the connection
+//!   it is for (created passively if needed) and accepted with its own QP, or rejected (a
+//!   connection already connecting: C's answer to simultaneous connects; both sides then
+//!   retry with the core's backoff).
+//! - [`IbConn`]: the transport's state of one connection: the current [`Path`] (one
+//!   incarnation on a device: cm id, QP, CQs, rings), replaced at every connect.
+//! - The data path: a message is sent as `frag_count(len)` SENDs, each with the full header
+//!   (checksummed, as C) and at most 4 KiB; the last is solicited (C arms its receive CQ for
+//!   solicited events only). Receives land in a ring of 48-byte header buffers and 4 KiB
+//!   pages; [`crate::proto::Reassembly`] checks and joins fragments, and a complete message
+//!   goes to [`crate::recv::incoming`] with its pages lent ([`IbFrags`]). Acks piggyback on
+//!   every SEND; an ack-only frame goes when the peer asks (`ACK_REQUIRED`), as C. Credits
+//!   are not used (C never engages them between Linux peers).
+//!
+//! # Contexts
+//!
+//! rdma_cm handlers and completions run in process context (rdma_cm's work queues, the
+//! `ib-comp-wq` work that polls our CQs, `IB_POLL_WORKQUEUE`); `xmit` runs in the core's drain
+//! (process context). No cm id is created or destroyed in a cm handler: ids are created by
+//! `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
+
+use crate::bindings::ib::{
+    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, IbClient,
+    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, Wc, WcHandler, QP_EVENT_COMM_EST,
+    SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND, WC_FLUSH_ERR, WC_SUCCESS,
+};
+use crate::bindings::net::NetId;
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys;
+use crate::conn::{Conn, ConnKey};
+use crate::message::{Frag, InData, LentFrags, Message, Payload, RxSlot};
+use crate::proto::{
+    frag_count, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState, FragOutcome,
+    Header, NegotiateError, Reassembly, Stat, WorkRing, FRAG_SIZE, HEADER_LEN, PRIV_LEN_V6,
+    RDS_IB_PORT, RDS_IB_PORT6, REJ_INCOMPAT,
+};
+use crate::recv::{self, RxCtx};
+use crate::socket::Shared;
+use crate::stats;
+use crate::transport::{ConnTransport, Transport, XmitError, XmitProgress};
+use core::any::Any;
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use kernel::{
+    new_mutex,
+    page::Page,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// `RDS_TRANS_IB`: what `SO_RDS_TRANSPORT` names the transport.
+pub(crate) const RDS_TRANS_IB: i32 = 0;
+
+/// Send work requests per connection (C: `rds_ib_sysctl_max_send_wr` 256).
+const SEND_WR: u32 = 256;
+/// Receive buffers per connection (C: 1024; 256 keep a TCG guest's memory small).
+const RECV_WR: u32 = 256;
+/// How long address and route resolution may take (C: 5000 ms).
+const RESOLVE_MS: i32 = 5000;
+
+/// The transport.
+pub(crate) struct IbTransport;
+
+/// The one instance.
+pub(crate) static IB: IbTransport = IbTransport;
+
+/// The state of the IB transport in the core's shared state: the devices it serves.
+#[pin_data]
+pub(crate) struct IbState {
+    #[pin]
+    devs: Mutex<KVec<Arc<IbDev>>>,
+}
+
+impl IbState {
+    /// No devices yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            devs <- new_mutex!(KVec::new(), "IbState::devs"),
+        })
+    }
+
+    fn find(&self, dev: Device) -> Option<Arc<IbDev>> {
+        self.devs
+            .lock()
+            .iter()
+            .find(|d| d.dev == dev && !d.removing.load(Ordering::Acquire))
+            .cloned()
+    }
+}
+
+/// A device the transport serves.
+///
+/// # Invariants
+///
+/// `pd` is `Some` until `remove` took every connection on the device down (`paths` is then
+/// 0 and no new path starts: `removing`).
+#[pin_data]
+pub(crate) struct IbDev {
+    dev: Device,
+    attrs: DevAttrs,
+    lkey: u32,
+    #[pin]
+    pd: Mutex<Option<Pd>>,
+    /// Paths (QPs) alive on the device.
+    paths: AtomicUsize,
+    /// The device is going away: no new path.
+    removing: AtomicBool,
+}
+
+/// The ib_client: adds every RDMA device (IB, RoCE, iWARP) and takes its connections down
+/// when it goes.
+struct Client {
+    shared: Arc<Shared>,
+}
+
+impl IbClient for Client {
+    type Data = Arc<IbDev>;
+
+    fn add(&self, dev: Device) -> Option<Arc<IbDev>> {
+        let ctx = ProcessCtx::enter();
+        let pd = Pd::new(dev, &ctx).ok()?;
+        let lkey = pd.lkey();
+        let d = Arc::pin_init(
+            pin_init!(IbDev {
+                dev,
+                attrs: dev.attrs(),
+                lkey,
+                pd <- new_mutex!(Some(pd), "IbDev::pd"),
+                paths: AtomicUsize::new(0),
+                removing: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )
+        .ok()?;
+        let mut devs = self.shared.ib.devs.lock();
+        devs.push(d.clone(), GFP_KERNEL).ok()?;
+        drop(devs);
+        pr_info!("RDMA device {} added\n", DevName(dev.name()));
+        Some(d)
+    }
+
+    fn remove(&self, dev: Device, data: Arc<IbDev>) {
+        let ctx = ProcessCtx::enter();
+        data.removing.store(true, Ordering::Release);
+        // Every connection on the device goes down (its shutdown destroys the QP and the id);
+        // wait for the last, then the PD can go.
+        let mut waited = 0u32;
+        while data.paths.load(Ordering::Acquire) != 0 {
+            self.shared.conns.for_each(NetId::init(), |c| {
+                if let Some(ic) = c.tconn.as_any().downcast_ref::<IbConn>() {
+                    if ic.on_device(dev) {
+                        c.drop_connection();
+                    }
+                }
+            });
+            sys::sleep_ms(10, &ctx);
+            waited += 1;
+            if waited % 1000 == 0 {
+                pr_warn!("still waiting for connections on a removed RDMA device\n");
+            }
+        }
+        let pd = data.pd.lock().take();
+        drop(pd);
+        let gone = {
+            let mut devs = self.shared.ib.devs.lock();
+            let mut kept = KVec::with_capacity(devs.len(), GFP_KERNEL);
+            match kept.as_mut() {
+                Ok(k) => {
+                    let old = core::mem::replace(&mut *devs, KVec::new());
+                    for d in old.into_iter() {
+                        if !Arc::ptr_eq(&d, &data) {
+                            // Room was reserved for all of them.
+                            let _ = k.push(d, GFP_KERNEL);
+                        }
+                    }
+                }
+                Err(_) => {}
+            }
+            if let Ok(k) = kept {
+                *devs = k;
+            }
+        };
+        let _ = gone;
+        pr_info!("RDMA device {} removed\n", DevName(dev.name()));
+    }
+}
+
+/// A device name for messages.
+struct DevName([u8; 32]);
+
+impl core::fmt::Display for DevName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for &b in self.0.iter().take_while(|&&b| b != 0) {
+            write!(f, "{}", char::from(b))?;
+        }
+        Ok(())
+    }
+}
+
+/// The listeners: requests on the RDS ports.
+struct Listener {
+    shared: Arc<Shared>,
+}
+
+/// What the IB transport registers while the module is loaded.
+pub(crate) struct IbModule {
+    // Dropped in this order: the listeners first (no new passive connections), then the
+    // client (every device removed, so every connection down).
+    _listen4: Option<CmId>,
+    _listen6: Option<CmId>,
+    _client: IbRegistration,
+}
+
+impl IbModule {
+    /// Registers the client (devices present are added now) and the listeners.
+    pub(crate) fn new(shared: &Arc<Shared>, ctx: &ProcessCtx) -> Result<Self> {
+        let client = IbRegistration::new(
+            Arc::new(
+                Client {
+                    shared: shared.clone(),
+                },
+                GFP_KERNEL,
+            )?,
+            ctx,
+        )?;
+        let listener: Arc<dyn CmHandler> = Arc::new(
+            Listener {
+                shared: shared.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        let listen = |v6: bool, port: u16| -> Result<CmId> {
+            let id = CmId::new(listener.clone(), v6, ctx)?;
+            id.listen(v6, port, ctx)?;
+            Ok(id)
+        };
+        let l4 = listen(false, RDS_IB_PORT)
+            .inspect_err(|e| pr_warn!("no RDS/IB listener ({:?})\n", e.to_errno()))
+            .ok();
+        // As C, a failing IPv6 listener is not fatal.
+        let l6 = listen(true, RDS_IB_PORT6).ok();
+        Ok(Self {
+            _listen4: l4,
+            _listen6: l6,
+            _client: client,
+        })
+    }
+
+    /// Stops listening (module unload, before connections are destroyed).
+    pub(crate) fn stop_listening(&mut self) {
+        drop(self._listen4.take());
+        drop(self._listen6.take());
+    }
+}
+
+impl Transport for IbTransport {
+    fn name(&self) -> &'static str {
+        "infiniband"
+    }
+
+    fn kind(&self) -> i32 {
+        RDS_TRANS_IB
+    }
+
+    fn laddr_check(&self, net: NetId, addr: &Addr, scope_id: u32, ctx: &ProcessCtx) -> bool {
+        // C: RDS/IB serves the initial namespace only, and addresses an RDMA device serves.
+        net == NetId::init()
+            && !addr.is_loopback()
+            && Device::for_addr(&addr.0, scope_id, ctx).is_some()
+    }
+
+    fn conn_alloc(&self, key: &ConnKey, ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>> {
+        // A peer on this host (C: `c_loopback`): both ends share the congestion maps.
+        let local_peer = Device::for_addr(&key.faddr.0, 0, ctx).is_some();
+        let c: Arc<dyn ConnTransport> = Arc::pin_init(
+            pin_init!(IbConn {
+                key: *key,
+                local_peer,
+                path <- new_spinlock_bh!(None, "IbConn::path"),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        Ok(c)
+    }
+
+    fn sends_cong_maps(&self) -> bool {
+        true
+    }
+
+    fn reconnects_passive(&self) -> bool {
+        true
+    }
+}
+
+/// The IB state of one connection.
+#[pin_data]
+pub(crate) struct IbConn {
+    key: ConnKey,
+    /// The peer is an address of this host (C: `c_loopback`): both ends share the maps.
+    local_peer: bool,
+    /// The current incarnation, if any.
+    #[pin]
+    path: SpinLockBh<Option<Arc<Path>>>,
+}
+
+impl IbConn {
+    fn current(&self) -> Option<Arc<Path>> {
+        self.path.lock().clone()
+    }
+
+    fn on_device(&self, dev: Device) -> bool {
+        self.current()
+            .and_then(|p| p.qpr())
+            .is_some_and(|q| q.dev.dev == dev)
+    }
+
+    fn v6(&self) -> bool {
+        self.key.laddr.v4().is_none()
+    }
+}
+
+impl ConnTransport for IbConn {
+    fn connect(&self, conn: &Arc<Conn>, ctx: &ProcessCtx) -> Result {
+        let path = Path::new(conn.clone(), true)?;
+        let handler: Arc<dyn CmHandler> = path.clone();
+        let id = CmId::new(handler, self.v6(), ctx)?;
+        let old = self.path.lock().replace(path.clone());
+        if let Some(o) = old {
+            o.teardown(ctx);
+        }
+        let port = if self.v6() { RDS_IB_PORT6 } else { RDS_IB_PORT };
+        let mut pending = path.pending.lock();
+        let id = pending.insert(id);
+        // The events follow; `ROUTE_RESOLVED` takes the id from `pending`.
+        id.resolve_addr(&self.key.laddr.0, &self.key.faddr.0, port, 0, RESOLVE_MS)
+    }
+
+    fn shutdown(&self, _conn: &Arc<Conn>, ctx: &ProcessCtx) {
+        let path = self.path.lock().take();
+        if let Some(p) = path {
+            p.teardown(ctx);
+        }
+    }
+
+    fn xmit(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+        _ctx: &ProcessCtx,
+    ) -> Result<(), XmitError> {
+        if msg.is_cong_map() && self.local_peer {
+            // Both ends share the host's maps (C sends none over IB loopback).
+            return Ok(());
+        }
+        let Some(q) = self.current().and_then(|p| p.qpr()) else {
+            return Err(XmitError::Full);
+        };
+        q.xmit(conn, msg, progress)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// What a SEND keeps: the message whose payload it carries.
+struct Keep(Arc<Message>);
+
+impl SendSource for Keep {
+    fn piece(&self, idx: usize) -> Option<Piece<'_>> {
+        self.0.data.segment(idx).map(|f| match f {
+            Frag::Page(p, o, n) => Piece::Page(p, o, n),
+            Frag::Bytes(b) => Piece::Bytes(b),
+        })
+    }
+}
+
+/// One incarnation of a connection on a device: the cm id while its address and route
+/// resolve (`pending`, active side), then the QP and its resources ([`Qpr`]).
+#[pin_data]
+struct Path {
+    conn: Arc<Conn>,
+    active: bool,
+    /// The id while the address and route resolve.
+    #[pin]
+    pending: Mutex<Option<CmId>>,
+    /// The QP and its resources, once set up.
+    #[pin]
+    qpr: SpinLockBh<Option<Arc<Qpr>>>,
+    /// The version the handshake settled on.
+    version: AtomicU16,
+}
+
+impl Path {
+    fn new(conn: Arc<Conn>, active: bool) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                conn,
+                active,
+                pending <- new_mutex!(None, "Path::pending"),
+                qpr <- new_spinlock_bh!(None, "Path::qpr"),
+                version: AtomicU16::new(0),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )
+    }
+
+    fn qpr(&self) -> Option<Arc<Qpr>> {
+        self.qpr.lock().clone()
+    }
+
+    /// Takes the path down (process context, not in a cm handler): the id of a connect in
+    /// progress is destroyed; a QP stops posting, disconnects, drains (every outstanding
+    /// request completes, flushed), and goes with its id and resources.
+    fn teardown(&self, ctx: &ProcessCtx) {
+        pr_debug!("ib path {:p} teardown\n", self);
+        // The QP first: it may use the id `pending` still holds.
+        let qpr = self.qpr.lock().take();
+        if let Some(q) = qpr {
+            q.qp.shutdown(ctx);
+            // Nothing else holds the resources now: completions are drained, the id's
+            // handlers are over, and the core runs no `xmit` during a shutdown.
+            drop(q);
+        }
+        let pending = self.pending.lock().take();
+        drop(pending);
+    }
+
+    /// Builds the QP and its resources on the id's device and posts the receives (in the id's
+    /// handler).
+    fn setup(self: &Arc<Self>, id: CmIdRef<'_>, ctx: &ProcessCtx) -> Result<Arc<Qpr>> {
+        let dev = id.device().ok_or(ENODEV)?;
+        let ibdev = self.conn.shared.ib.find(dev).ok_or(ENODEV)?;
+        let q = Qpr::new(self.clone(), id, ibdev, ctx)?;
+        for i in 0..q.qp.nrecv() {
+            if let Err(e) = q.qp.post_recv(i, GFP_KERNEL) {
+                q.qp.shutdown(ctx);
+                return Err(e);
+            }
+        }
+        Ok(q)
+    }
+
+    /// The `Arc` of this path (the connection holds it), if it is still the current one.
+    fn me(&self) -> Option<Arc<Path>> {
+        let ic = self.conn.tconn.as_any().downcast_ref::<IbConn>()?;
+        let cur = ic.current()?;
+        core::ptr::eq(&*cur, self).then_some(cur)
+    }
+}
+
+impl CmHandler for Path {
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
+        let ctx = ProcessCtx::enter();
+        let conn = &self.conn;
+        pr_debug!(
+            "ib path {:p} active {} event {} status {} conn state {:?}\n",
+            self,
+            self.active,
+            ev.kind,
+            ev.status,
+            conn.state()
+        );
+        match ev.kind {
+            cm_event::ADDR_RESOLVED => {
+                id.set_tos(conn.key.tos);
+                if id.resolve_route(RESOLVE_MS).is_err() {
+                    conn.drop_connection();
+                }
+            }
+            cm_event::ROUTE_RESOLVED => {
+                let Some(me) = self.me() else {
+                    // A path the connection left: its teardown destroys the id.
+                    return CmAction::Keep;
+                };
+                let r = me.setup(id, &ctx);
+                pr_debug!(
+                    "ib path setup {:?}\n",
+                    r.as_ref().err().map(|e| e.to_errno())
+                );
+                match r {
+                    Ok(q) => {
+                        // The owned id moves to the QP, which destroys it at its shutdown.
+                        let owned = self.pending.lock().take();
+                        if let Some(o) = owned {
+                            if let Err(back) = q.qp.set_id(o) {
+                                *self.pending.lock() = Some(back);
+                            }
+                        }
+                        *self.qpr.lock() = Some(q);
+                        let req = ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
+                        let mut buf = [0u8; PRIV_LEN_V6];
+                        let n = req.encode(&mut buf);
+                        if id.connect(buf.get(..n).unwrap_or(&[])).is_err() {
+                            conn.drop_connection();
+                        }
+                    }
+                    Err(_) => conn.drop_connection(),
+                }
+            }
+            cm_event::ESTABLISHED => {
+                if self.active {
+                    // The reply's version (C: `rds_ib_cm_connect_complete`); a reply without
+                    // private data is 4.1 there, which is the same wire.
+                    if let Some(p) = ConnPriv::decode(ev.private, conn.key.laddr.v4().is_none()) {
+                        if !reply_version_ok(p.version()) {
+                            stats::inc(Stat::RsIbConnectBadPrivate);
+                            conn.drop_connection();
+                            return CmAction::Keep;
+                        }
+                        self.version.store(p.version(), Ordering::Relaxed);
+                    }
+                }
+                conn.connect_complete();
+            }
+            cm_event::REJECTED => {
+                stats::inc(Stat::RsIbConnectRejected);
+                if reject_drops(ev.private) {
+                    conn.drop_connection();
+                }
+            }
+            cm_event::ADDR_ERROR
+            | cm_event::ROUTE_ERROR
+            | cm_event::CONNECT_ERROR
+            | cm_event::UNREACHABLE
+            | cm_event::DEVICE_REMOVAL
+            | cm_event::ADDR_CHANGE
+            | cm_event::DISCONNECTED
+            | cm_event::TIMEWAIT_EXIT => conn.drop_connection(),
+            _ => {}
+        }
+        CmAction::Keep
+    }
+}
+
+impl WcHandler for Path {
+    fn done(&self, tag: u32, wc: Wc) {
+        // After a teardown took the resources, the flushed requests have nothing left to give
+        // back: the resources go with the QP.
+        let Some(q) = self.qpr() else { return };
+        let slot = tag & !TAG_KIND;
+        match tag & TAG_KIND {
+            TAG_SEND => q.send_done(&self.conn, slot, wc),
+            TAG_RECV => q.recv_done(&self.conn, slot, wc),
+            TAG_ACK => {
+                q.qp.complete_ack();
+                if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR {
+                    self.conn.drop_connection();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl CmHandler for Listener {
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
+        if ev.kind != cm_event::CONNECT_REQUEST {
+            return CmAction::Keep;
+        }
+        let ctx = ProcessCtx::enter();
+        match self.accept(id, ev, &ctx) {
+            Ok(()) => CmAction::Keep,
+            Err(reason) => {
+                id.reject(reason);
+                CmAction::Destroy
+            }
+        }
+    }
+}
+
+impl Listener {
+    /// A connection request (C: `rds_ib_cm_handle_connect`): `Err` rejects it with the
+    /// reason (and rdma_cm destroys its id).
+    fn accept(
+        &self,
+        id: CmIdRef<'_>,
+        ev: &CmEvent<'_>,
+        ctx: &ProcessCtx,
+    ) -> core::result::Result<(), i32> {
+        pr_debug!(
+            "ib connect request, {} bytes of private data\n",
+            ev.private.len()
+        );
+        let (version, p) = negotiate(ev.private, ev.v6).map_err(|e| {
+            stats::inc(Stat::RsIbConnectBadPrivate);
+            match e {
+                NegotiateError::Incompatible { .. }
+                | NegotiateError::Empty
+                | NegotiateError::Short => REJ_INCOMPAT,
+            }
+        })?;
+        // The request is for our address `daddr`, from the peer's `saddr`.
+        let key = ConnKey {
+            net: NetId::init(),
+            laddr: p.daddr,
+            faddr: p.saddr,
+            tos: p.tos,
+        };
+        let shared = &self.shared;
+        let conn = shared
+            .conns
+            .get_passive(shared, key, &IB, ctx)
+            .map_err(|_| REJ_INCOMPAT)?;
+        if conn.transport.kind() != RDS_TRANS_IB {
+            return Err(REJ_INCOMPAT);
+        }
+        let Some(ic) = conn.tconn.as_any().downcast_ref::<IbConn>() else {
+            return Err(REJ_INCOMPAT);
+        };
+        pr_debug!("ib request for state {:?}\n", conn.state());
+        if !conn.try_accept() {
+            if conn.state() == ConnState::Up {
+                // A stale connection: the peer started over; ours goes too (C).
+                conn.drop_connection();
+            }
+            stats::inc(Stat::IbConnectRaced);
+            return Err(REJ_INCOMPAT);
+        }
+        let fail = |conn: &Arc<Conn>| {
+            conn.drop_connection();
+            REJ_INCOMPAT
+        };
+        let path = Path::new(conn.clone(), false).map_err(|_| fail(&conn))?;
+        path.version.store(version, Ordering::Relaxed);
+        let q = path.setup(id, ctx).map_err(|_| fail(&conn))?;
+        let handler: Arc<dyn CmHandler> = path.clone();
+        let owned = match id.adopt(handler) {
+            Ok(o) => o,
+            Err(_) => {
+                q.qp.shutdown(ctx);
+                return Err(fail(&conn));
+            }
+        };
+        // From here the id is ours (it goes with the QP's shutdown): no more rejects.
+        if let Err(back) = q.qp.set_id(owned) {
+            // Cannot happen (a new QP has no id); the id must not be dropped in its handler.
+            core::mem::forget(back);
+        }
+        *path.qpr.lock() = Some(q);
+        let old = ic.path.lock().replace(path);
+        let mut reply = ConnPriv::request(p.daddr, p.saddr, p.tos);
+        let [major, minor] = version.to_be_bytes();
+        reply.major = major;
+        reply.minor = minor;
+        let mut buf = [0u8; PRIV_LEN_V6];
+        let n = reply.encode(&mut buf);
+        if id.accept(buf.get(..n).unwrap_or(&[])).is_err() {
+            conn.drop_connection();
+        }
+        if old.is_some() {
+            // A previous incarnation the shutdown work has not torn down yet: it goes now,
+            // through the connection's shutdown, with this one.
+            conn.drop_connection();
+            drop(old);
+        }
+        Ok(())
+    }
+}
+
+/// What the receive side keeps between fragments.
+struct RxState {
+    reasm: Reassembly,
+    frags: KVec<Page>,
+}
+
+/// The QP of a path and what the data path keeps with it.
+#[pin_data]
+struct Qpr {
+    qp: Arc<Qp<Keep>>,
+    dev: Arc<IbDev>,
+    /// The send ring: which slots are in use (SENDs complete in order).
+    #[pin]
+    ring: SpinLockBh<WorkRing>,
+    /// Reassembly (completions of one CQ run one at a time; the lock is for the reset).
+    #[pin]
+    rx: SpinLockBh<RxState>,
+    /// `xmit` found the ring full: the next send completion kicks the connection.
+    waiting: AtomicBool,
+    /// Counts the path on its device.
+    _token: PathToken,
+}
+
+/// A path alive on a device (its `paths` count).
+struct PathToken(Arc<IbDev>);
+
+impl Drop for PathToken {
+    fn drop(&mut self) {
+        self.0.paths.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Qpr {
+    fn new(
+        path: Arc<Path>,
+        id: CmIdRef<'_>,
+        dev: Arc<IbDev>,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Self>> {
+        let token = {
+            // Counted under the device list's lock, which `remove` sets `removing` beside.
+            let _devs = path.conn.shared.ib.devs.lock();
+            if dev.removing.load(Ordering::Acquire) {
+                return Err(ENODEV);
+            }
+            dev.paths.fetch_add(1, Ordering::AcqRel);
+            PathToken(dev.clone())
+        };
+        let cap = dev.attrs.max_qp_wr.saturating_sub(1).max(4);
+        let spec = QpSpec {
+            nsend: SEND_WR.min(cap),
+            nrecv: RECV_WR.min(cap),
+            vector: 0,
+        };
+        let conn = path.conn.clone();
+        let events = QpEvents {
+            handler: Arc::new(
+                move |ev: i32| {
+                    // COMM_EST is handled by rdma_cm; any other event is fatal for the QP.
+                    if ev != QP_EVENT_COMM_EST {
+                        conn.drop_connection();
+                    }
+                },
+                GFP_KERNEL,
+            )?,
+        };
+        let handler: Arc<dyn WcHandler> = path;
+        let qp = {
+            let pd = dev.pd.lock();
+            let pd: &Pd = pd.as_ref().ok_or(ENODEV)?;
+            Qp::new(id, None, pd, &spec, handler, events, ctx)?
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                qp,
+                dev: dev.clone(),
+                ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "Qpr::ring"),
+                rx <- new_spinlock_bh!(
+                    RxState {
+                        reasm: Reassembly::default(),
+                        frags: KVec::new(),
+                    },
+                    "Qpr::rx"
+                ),
+                waiting: AtomicBool::new(false),
+                _token: token,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Sends (more of) `msg`: each fragment a SEND of the header and at most 4 KiB; stops
+    /// when the ring is full (the next completion kicks the connection).
+    fn xmit(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+    ) -> Result<(), XmitError> {
+        let total = frag_count(msg.len);
+        let done = u32::try_from(progress.sent).unwrap_or(total);
+        if done >= total {
+            return Ok(());
+        }
+        let want = total - done;
+        let (pos, mut got) = self.ring.lock().alloc(want);
+        if got < want {
+            self.waiting.store(true, Ordering::Release);
+            if got == 0 {
+                // Room may have appeared meanwhile.
+                let (p2, g2) = self.ring.lock().alloc(want);
+                if g2 == 0 {
+                    return Err(XmitError::Full);
+                }
+                return self.post(conn, msg, progress, p2, g2, done, total);
+            }
+        }
+        got = got.min(want);
+        self.post(conn, msg, progress, pos, got, done, total)
+    }
+
+    #[expect(clippy::too_many_arguments)]
+    fn post(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+        pos: u32,
+        got: u32,
+        done: u32,
+        total: u32,
+    ) -> Result<(), XmitError> {
+        // The header of every fragment: the piggybacked ack and C's checksum.
+        let hdr: [u8; HEADER_LEN] = msg.header(conn.piggyback_ack()).with_checksum().encode();
+        let nslots = self.qp.nsend();
+        for k in 0..got {
+            let frag = done + k;
+            let slot = (pos + k) % nslots;
+            let last = frag + 1 == total;
+            let flags = if last {
+                SEND_SIGNALED | SEND_SOLICITED
+            } else {
+                SEND_SIGNALED
+            };
+            let piece = (msg.len > 0).then_some(frag as usize);
+            if self
+                .qp
+                .post_send(slot, &hdr, Keep(msg.clone()), piece, flags)
+                .is_err()
+            {
+                // The QP is going (or failed): what was not posted goes back; the connection
+                // resets and the message is sent again.
+                self.ring.lock().unalloc(got - k);
+                progress.sent = frag as usize;
+                conn.drop_connection();
+                return Err(XmitError::Full);
+            }
+            progress.sent = frag as usize + 1;
+        }
+        if done + got < total {
+            return Err(XmitError::Full);
+        }
+        progress.op_sent = true;
+        Ok(())
+    }
+
+    fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+        let keeper = self.qp.complete_send(slot);
+        drop(keeper);
+        self.ring.lock().free(1);
+        if wc.status != WC_SUCCESS {
+            if wc.status != WC_FLUSH_ERR {
+                stats::inc(Stat::RsIbSendError);
+                conn.drop_connection();
+            }
+            return;
+        }
+        if self.waiting.swap(false, Ordering::AcqRel) {
+            conn.kick();
+        }
+    }
+
+    fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+        let buf = self.qp.complete_recv(slot);
+        if wc.status != WC_SUCCESS {
+            drop(buf);
+            if wc.status != WC_FLUSH_ERR {
+                stats::inc(Stat::RsIbRecvError);
+                conn.drop_connection();
+            }
+            return;
+        }
+        let Some((hdr, page)) = buf else {
+            conn.drop_connection();
+            return;
+        };
+        let ctx = ProcessCtx::enter();
+        let outcome = self.rx.lock().reasm.fragment(&hdr, wc.byte_len as usize);
+        match outcome {
+            Err(e) => {
+                let old = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
+                drop(old);
+                stats::inc(match e {
+                    crate::proto::FragError::Checksum => Stat::RecvDropBadChecksum,
+                    _ => Stat::RsRecvDropBadHeader,
+                });
+                stats::inc(Stat::RsIbBadFragment);
+                conn.drop_connection();
+                return;
+            }
+            Ok(FragOutcome::Ack(h)) => {
+                stats::inc(Stat::IbAckReceived);
+                conn.ack_received(h.ack);
+                drop(page);
+            }
+            Ok(FragOutcome::More(h)) => {
+                conn.ack_received(h.ack);
+                if self.rx.lock().frags.push(page, GFP_KERNEL).is_err() {
+                    conn.drop_connection();
+                    return;
+                }
+            }
+            Ok(FragOutcome::Complete { first, this, .. }) => {
+                conn.ack_received(this.ack);
+                let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
+                if pages.push(page, GFP_KERNEL).is_err() {
+                    conn.drop_connection();
+                    return;
+                }
+                let len = Header::from_bytes(&first).len as usize;
+                let frags = IbFrags { pages, len };
+                let delivered = Arc::new(frags, GFP_KERNEL)
+                    .map_err(|_| ENOMEM)
+                    .and_then(|f| Ok((Payload::lent(f, len), RxSlot::new(GFP_KERNEL_ACCOUNT)?)));
+                match delivered {
+                    Ok((payload, rx)) => {
+                        if recv::incoming(
+                            conn,
+                            &first,
+                            InData::Own(payload),
+                            rx,
+                            RxCtx::Process(&ctx),
+                        )
+                        .is_err()
+                        {
+                            stats::inc(Stat::RsIbBadFragment);
+                            conn.drop_connection();
+                            return;
+                        }
+                    }
+                    Err(_) => {
+                        conn.drop_connection();
+                        return;
+                    }
+                }
+                self.maybe_ack(conn);
+            }
+        }
+        // The slot takes a new buffer.
+        if self.qp.post_recv(slot, GFP_KERNEL).is_err() {
+            conn.drop_connection();
+        }
+    }
+
+    /// Sends an ack-only frame when the peer asked for one (C: `rds_ib_attempt_ack`).
+    fn maybe_ack(&self, conn: &Arc<Conn>) {
+        if !conn.ack_requested() {
+            return;
+        }
+        let Some(ack) = conn.take_ack() else { return };
+        let h = Header {
+            ack,
+            ..Header::default()
+        }
+        .with_checksum()
+        .encode();
+        if let Ok(true) = self.qp.post_ack(&h, SEND_SIGNALED | SEND_SOLICITED) {
+            stats::inc(Stat::IbAckSent);
+        }
+    }
+}
+
+/// The pages of a received message, lent to its payload: 4 KiB each, the last one shorter.
+struct IbFrags {
+    pages: KVec<Page>,
+    len: usize,
+}
+
+impl LentFrags for IbFrags {
+    fn try_for_each(&self, f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result {
+        let mut left = self.len;
+        for p in self.pages.iter() {
+            let n = left.min(FRAG_SIZE);
+            f(p, 0, n)?;
+            left -= n;
+        }
+        Ok(())
+    }
+}
