@@ -684,9 +684,10 @@ struct Qpr {
     /// The send ring: which slots are in use (SENDs complete in order).
     #[pin]
     ring: SpinLockBh<WorkRing>,
-    /// Reassembly (completions of one CQ run one at a time; the lock is for the reset).
+    /// Reassembly. Completions run in process context (the CQ's poll work), one at a time
+    /// per CQ: a mutex, so that collecting fragments may allocate.
     #[pin]
-    rx: SpinLockBh<RxState>,
+    rx: Mutex<RxState>,
     /// `xmit` found the ring full: the next send completion kicks the connection.
     waiting: AtomicBool,
     /// Counts the path on its device.
@@ -747,7 +748,7 @@ impl Qpr {
                 qp,
                 dev: dev.clone(),
                 ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "Qpr::ring"),
-                rx <- new_spinlock_bh!(
+                rx <- new_mutex!(
                     RxState {
                         reasm: Reassembly::default(),
                         frags: KVec::new(),
