@@ -39,31 +39,11 @@ use kernel::{
 
 /// Attributes of a device.
 #[derive(Clone, Copy, Debug, Default)]
-#[expect(
-    dead_code,
-    reason = "the limits RDMA operations and RDS_INFO_IB_CONNECTIONS will read (issue 11)"
-)]
 pub(crate) struct DevAttrs {
     /// Work requests per queue.
     pub(crate) max_qp_wr: u32,
     /// Scatter/gather entries per send work request.
     pub(crate) max_send_sge: u32,
-    /// Scatter/gather entries per receive work request.
-    pub(crate) max_recv_sge: u32,
-    /// Scatter/gather entries of an RDMA read sink.
-    pub(crate) max_sge_rd: u32,
-    /// Completion queue entries.
-    pub(crate) max_cqe: u32,
-    /// Incoming RDMA reads and atomics in flight per QP.
-    pub(crate) max_qp_rd_atom: u32,
-    /// Outgoing RDMA reads and atomics in flight per QP.
-    pub(crate) max_qp_init_rd_atom: u32,
-    /// `enum ib_atomic_cap` of plain atomics (0 none).
-    pub(crate) atomic_cap: u32,
-    /// `enum ib_atomic_cap` of masked atomics.
-    pub(crate) masked_atomic_cap: u32,
-    /// Pages of a fast registration.
-    pub(crate) max_fast_reg_page_list_len: u32,
     /// An iWARP device (RNIC), not InfiniBand or RoCE.
     pub(crate) iwarp: bool,
 }
@@ -98,14 +78,6 @@ impl Device {
         DevAttrs {
             max_qp_wr: a.max_qp_wr,
             max_send_sge: a.max_send_sge,
-            max_recv_sge: a.max_recv_sge,
-            max_sge_rd: a.max_sge_rd,
-            max_cqe: a.max_cqe,
-            max_qp_rd_atom: a.max_qp_rd_atom,
-            max_qp_init_rd_atom: a.max_qp_init_rd_atom,
-            atomic_cap: a.atomic_cap,
-            masked_atomic_cap: a.masked_atomic_cap,
-            max_fast_reg_page_list_len: a.max_fast_reg_page_list_len,
             iwarp: a.iwarp,
         }
     }
@@ -679,14 +651,12 @@ impl<'a> CmIdRef<'a> {
     }
 
     /// The service level of the route (0 on iWARP).
-    #[expect(dead_code, reason = "for RDS_INFO_IB_CONNECTIONS")]
     pub(crate) fn sl(self) -> u8 {
         // SAFETY: The id is live.
         unsafe { raw::rds_rs_cm_sl(self.ptr.as_ptr()) }
     }
 
     /// The source and destination GIDs.
-    #[expect(dead_code, reason = "for RDS_INFO_IB_CONNECTIONS")]
     pub(crate) fn gids(self) -> ([u8; 16], [u8; 16]) {
         let (mut s, mut d) = ([0u8; 16], [0u8; 16]);
         // SAFETY: The id is live; both buffers are valid for 16 bytes.
@@ -1438,6 +1408,21 @@ impl<K: SendSource + 'static> Qp<K> {
             .read(slot as usize * HDR_LEN, &mut hdr)
             .ok()?;
         Some((hdr, page))
+    }
+
+    /// The source and destination GIDs and the service level of the connection, while the QP
+    /// is open (`None` after it closed).
+    pub(crate) fn route_info(&self) -> Option<([u8; 16], [u8; 16], u8)> {
+        let slots = self.slots.lock();
+        if !slots.open {
+            return None;
+        }
+        // The id is alive while open (type invariant; the shutdown closes before it goes).
+        let id = self.idref();
+        let (s, d) = id.gids();
+        let sl = id.sl();
+        drop(slots);
+        Some((s, d, sl))
     }
 
     /// Refuses further posts.

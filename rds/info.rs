@@ -22,12 +22,13 @@ use crate::conn::Conn;
 use crate::message::Message;
 use crate::proto::{
     check_info_request, encode_counter, info_outcome, Addr, ConnInfo, InfoOutcome, MsgInfo,
-    SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN,
-    INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_MESSAGE_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
-    RDS6_INFO_CONNECTIONS, RDS6_INFO_RECV_MESSAGES, RDS6_INFO_RETRANS_MESSAGES,
-    RDS6_INFO_SEND_MESSAGES, RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS, RDS_INFO_CONNECTIONS,
-    RDS_INFO_COUNTERS, RDS_INFO_RECV_MESSAGES, RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES,
-    RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
+    RdmaConnInfo, SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN,
+    INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN,
+    INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
+    RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS, RDS6_INFO_RECV_MESSAGES,
+    RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES, RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS,
+    RDS_INFO_CONNECTIONS, RDS_INFO_COUNTERS, RDS_INFO_IB_CONNECTIONS, RDS_INFO_RECV_MESSAGES,
+    RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
 };
 use crate::socket::{Rds, Shared};
 use crate::stats;
@@ -164,6 +165,11 @@ macro_rules! record {
 record!(ConnInfo<'_>, INFO_CONNECTION_LEN, INFO6_CONNECTION_LEN);
 record!(MsgInfo, INFO_MESSAGE_LEN, INFO6_MESSAGE_LEN);
 record!(SockInfo, INFO_SOCKET_LEN, INFO6_SOCKET_LEN);
+record!(
+    RdmaConnInfo,
+    INFO_RDMA_CONNECTION_LEN,
+    INFO6_RDMA_CONNECTION_LEN
+);
 
 /// `getsockopt(SOL_RDS, RDS_INFO_*)`: `len` is the caller's `optlen`.
 pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut) -> Result<i32> {
@@ -189,6 +195,8 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
         RDS6_INFO_SOCKETS => sockets(shared, net, ulen, true)?,
         // The TCP transport's sockets: rds-rs has no TCP connections, so the lists are
         // empty (C reports them once rds_tcp is loaded, which its sockets always need).
+        RDS_INFO_IB_CONNECTIONS => ib_connections(shared, ulen, false)?,
+        RDS6_INFO_IB_CONNECTIONS => ib_connections(shared, ulen, true)?,
         RDS_INFO_TCP_SOCKETS => Records::new(INFO_TCP_SOCKET_LEN, ulen),
         RDS6_INFO_TCP_SOCKETS => Records::new(INFO6_TCP_SOCKET_LEN, ulen),
         _ => return Err(enoprotoopt()),
@@ -241,6 +249,38 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
             transport: c.transport.name(),
             flags,
             tos: c.key.tos,
+        };
+        r.add_rec(&info, v6, Some(GFP_KERNEL))
+    })?;
+    Ok(r)
+}
+
+/// `RDS_INFO_IB_CONNECTIONS` / `RDS6_INFO_IB_CONNECTIONS` (C: `rds_ib_ic_info`): every IB
+/// connection (IB runs in the initial namespace only); the IPv4 table leaves IPv6 connections
+/// out. Registration pools: rds-rs registers per device without pools, so `rdma_mr_max` and
+/// `rdma_mr_size` are 0.
+fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
+    let mut r = Records::new(RdmaConnInfo::len(v6), len);
+    shared.conns.try_for_each(NetId::init(), |c| {
+        if !v6 && !is_v4(&c.key.laddr) {
+            return Ok(());
+        }
+        let Some(i) = c.tconn.rdma_info() else {
+            return Ok(());
+        };
+        let info = RdmaConnInfo {
+            src_addr: c.key.laddr,
+            dst_addr: c.key.faddr,
+            src_gid: i.src_gid,
+            dst_gid: i.dst_gid,
+            max_send_wr: i.max_send_wr,
+            max_recv_wr: i.max_recv_wr,
+            max_send_sge: i.max_send_sge,
+            rdma_mr_max: 0,
+            rdma_mr_size: 0,
+            tos: c.key.tos,
+            sl: i.sl,
+            cache_allocs: 0,
         };
         r.add_rec(&info, v6, Some(GFP_KERNEL))
     })?;

@@ -125,8 +125,32 @@ pub(crate) trait ConnTransport: Send + Sync {
     /// The end of a drain (C: `xmit_path_complete`).
     fn xmit_complete(&self, _conn: &Arc<Conn>, _ctx: &ProcessCtx) {}
 
+    /// What `RDS_INFO_IB_CONNECTIONS` reports of the connection (`None`: not an IB
+    /// connection).
+    fn rdma_info(&self) -> Option<RdmaInfo> {
+        None
+    }
+
     /// The transport's own type, for its callbacks to find their state.
     fn as_any(&self) -> &dyn core::any::Any;
+}
+
+/// An RDMA connection's facts for `RDS_INFO_IB_CONNECTIONS` (C: `rds_ib_conn_info_visitor`);
+/// the sizes and GIDs are zero while it is not connected.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RdmaInfo {
+    /// Source GID.
+    pub(crate) src_gid: [u8; 16],
+    /// Destination GID.
+    pub(crate) dst_gid: [u8; 16],
+    /// Send work requests.
+    pub(crate) max_send_wr: u32,
+    /// Receive work requests.
+    pub(crate) max_recv_wr: u32,
+    /// Scatter/gather entries of a send (the device's, at most 8, as C reports).
+    pub(crate) max_send_sge: u32,
+    /// Service level.
+    pub(crate) sl: u8,
 }
 
 /// A request to register user memory for remote access.

@@ -49,7 +49,7 @@ use crate::proto::{
 use crate::recv::{self, RxCtx};
 use crate::socket::Shared;
 use crate::stats;
-use crate::transport::{ConnTransport, Transport, XmitError, XmitProgress};
+use crate::transport::{ConnTransport, RdmaInfo, Transport, XmitError, XmitProgress};
 use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use kernel::{
@@ -370,6 +370,21 @@ impl ConnTransport for IbConn {
         q.xmit(conn, msg, progress)
     }
 
+    fn rdma_info(&self) -> Option<RdmaInfo> {
+        let mut info = RdmaInfo::default();
+        if let Some(q) = self.current().and_then(|p| p.qpr()) {
+            if let Some((s, d, sl)) = q.qp.route_info() {
+                info.src_gid = s;
+                info.dst_gid = d;
+                info.sl = sl;
+                info.max_send_wr = q.qp.nsend();
+                info.max_recv_wr = q.qp.nrecv();
+                info.max_send_sge = q.dev.attrs.max_send_sge.min(8);
+            }
+        }
+        Some(info)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -521,6 +536,13 @@ impl CmHandler for Path {
                             return CmAction::Keep;
                         }
                         self.version.store(p.version(), Ordering::Relaxed);
+                    }
+                    // iWARP: the initiator speaks first (MPA); an ack-only frame says nothing
+                    // else, and frees the responder to send.
+                    if let Some(q) = self.qpr() {
+                        if q.dev.attrs.iwarp {
+                            q.send_ack(0);
+                        }
                     }
                 }
                 conn.connect_complete();
@@ -690,6 +712,9 @@ struct Qpr {
     rx: Mutex<RxState>,
     /// `xmit` found the ring full: the next send completion kicks the connection.
     waiting: AtomicBool,
+    /// iWARP's responder must not send before the initiator's first frame arrives (MPA):
+    /// the passive side holds its sends until its first receive, which kicks the connection.
+    hold: AtomicBool,
     /// Counts the path on its device.
     _token: PathToken,
 }
@@ -725,6 +750,7 @@ impl Qpr {
             nrecv: RECV_WR.min(cap),
             vector: 0,
         };
+        let active = path.active;
         let conn = path.conn.clone();
         let events = QpEvents {
             handler: Arc::new(
@@ -756,6 +782,7 @@ impl Qpr {
                     "Qpr::rx"
                 ),
                 waiting: AtomicBool::new(false),
+                hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 _token: token,
             }),
             GFP_KERNEL,
@@ -770,6 +797,10 @@ impl Qpr {
         msg: &Arc<Message>,
         progress: &mut XmitProgress,
     ) -> Result<(), XmitError> {
+        if self.hold.load(Ordering::Acquire) {
+            // Released (and the connection kicked) by the first receive.
+            return Err(XmitError::Full);
+        }
         let total = frag_count(msg.len);
         let done = u32::try_from(progress.sent).unwrap_or(total);
         if done >= total {
@@ -867,6 +898,10 @@ impl Qpr {
             conn.drop_connection();
             return;
         };
+        if self.hold.swap(false, Ordering::AcqRel) {
+            // iWARP: the initiator spoke; the responder may send now.
+            conn.kick();
+        }
         let ctx = ProcessCtx::enter();
         let outcome = self.rx.lock().reasm.fragment(&hdr, wc.byte_len as usize);
         match outcome {
@@ -941,6 +976,11 @@ impl Qpr {
             return;
         }
         let Some(ack) = conn.take_ack() else { return };
+        self.send_ack(ack);
+    }
+
+    /// Sends an ack-only frame acknowledging `ack`.
+    fn send_ack(&self, ack: u64) {
         let h = Header {
             ack,
             ..Header::default()
