@@ -624,7 +624,17 @@ impl Listener {
                 | NegotiateError::Short => REJ_INCOMPAT,
             }
         })?;
-        // The request is for our address `daddr`, from the peer's `saddr`.
+        // The request is for our address `daddr`, from the peer's `saddr`: an address of this
+        // host that a device serves, from a unicast address (C takes them as they come; a
+        // peer could otherwise make us keep connections for any address).
+        if p.saddr.is_any()
+            || p.saddr.is_loopback()
+            || p.daddr.is_loopback()
+            || Device::for_addr(&p.daddr.0, 0, ctx).is_none()
+        {
+            stats::inc(Stat::RsIbConnectBadPrivate);
+            return Err(REJ_INCOMPAT);
+        }
         let key = ConnKey {
             net: NetId::init(),
             laddr: p.daddr,
