@@ -1,7 +1,8 @@
 //! The wire rules of the IB/iWARP transport (Linux `net/rds/ib.h`,
 //! `ib_cm.c`, `ib_recv.c`, `ib_ring.c`): the rdma_cm private data of the
 //! connection handshake and the version negotiation, the reject reason, the
-//! reassembly of a message from its 4 KiB fragments, and the work ring.
+//! reassembly of a message from its 4 KiB fragments, the work ring, and the
+//! credits of flow control.
 //!
 //! What C 6.12 does, and where rds-rs is stricter:
 //!
@@ -23,6 +24,12 @@
 //!   them (C accepts a longer last fragment); every header's checksum is
 //!   checked (0 means unchecked). rds-rs also refuses a declared length over
 //!   1 MiB at the first fragment, before collecting any (C never checks it).
+//! - Flow control ([`Credits`]): engaged when both handshake messages offer
+//!   credits. C offers them only with `net.rds.ib.flow_control` set (0 by
+//!   default) and relies on IB's RNR retries otherwise; iWARP has no RNR
+//!   retry (a SEND without a posted receive terminates the connection), so
+//!   rds-rs always offers them: two rds-rs peers use flow control, rds-rs
+//!   and a default C peer do not.
 
 use super::addr::Addr;
 use super::checksum::verify_checksum;
@@ -496,5 +503,164 @@ impl WorkRing {
         let oldest = self.oldest();
         let pos = pos.checked_rem(self.nr).unwrap_or(0);
         self.wrap_back(pos, oldest).saturating_add(1)
+    }
+}
+
+/// The most credits one header advertises (`RDS_MAX_ADV_CREDIT`, the width
+/// of `h_credit`).
+pub const MAX_ADV_CREDIT: u32 = 255;
+/// Posted receives that make a credit update worth an ack-only frame of its
+/// own (C: 16 in `rds_ib_advertise_credits`).
+pub const CREDIT_UPDATE_AT: u32 = 16;
+/// The most credits of either kind kept (a field's width); more granted by a
+/// peer are ignored (C warns past 16383 and wraps into the other field).
+pub const MAX_CREDITS: u32 = 0xffff;
+
+/// What [`Credits::grab`] gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grab {
+    /// Sends that may be posted now (at most the number wanted).
+    pub got: u32,
+    /// Posted-receive credits to advertise in the first of them (`h_credit`).
+    pub advertise: u32,
+}
+
+/// The credit-based flow control of one connection (C: `i_credits`, with
+/// `rds_ib_send_grab_credits`, `rds_ib_send_add_credits` and
+/// `rds_ib_advertise_credits`), engaged when both ends offer credits in the
+/// handshake ([`ConnPriv::credit`]).
+///
+/// Two counts, kept in one atomic word so that taking send credits and the
+/// posted credits to advertise with them is one step:
+/// - send credits: receives the peer has posted for us and told us about;
+///   every SEND (data fragment or ack-only frame) takes one;
+/// - posted credits: receives we posted and have not told the peer about
+///   yet; they travel in a header's `h_credit` (at most 255 per header) or
+///   in the handshake.
+///
+/// The last send credit is kept for a frame that carries posted credits:
+/// it is only taken when there are posted credits to advertise with it, so
+/// two peers out of credits can always tell each other about new receives.
+/// Without the control (a peer that did not offer credits) nothing is
+/// enforced: the counts are kept but [`Credits::grab`] is not asked.
+///
+/// # Invariants
+///
+/// Both counts stay within [`MAX_CREDITS`] (low half: send credits, high
+/// half: posted credits).
+#[derive(Debug, Default)]
+pub struct Credits {
+    word: core::sync::atomic::AtomicU32,
+}
+
+/// The send credits of a packed word.
+fn send_of(w: u32) -> u32 {
+    w & MAX_CREDITS
+}
+
+/// The posted credits of a packed word.
+fn posted_of(w: u32) -> u32 {
+    w >> 16
+}
+
+/// A packed word.
+fn pack(send: u32, posted: u32) -> u32 {
+    (posted.min(MAX_CREDITS) << 16) | send.min(MAX_CREDITS)
+}
+
+impl Credits {
+    /// No credits of either kind.
+    #[must_use]
+    pub const fn new() -> Credits {
+        Credits {
+            word: core::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// Applies `f` to the counts `(send, posted)` atomically; returns what
+    /// `f` returned with the new counts.
+    fn update<R>(&self, mut f: impl FnMut(u32, u32) -> (u32, u32, R)) -> R {
+        use core::sync::atomic::Ordering;
+        let mut old = self.word.load(Ordering::Acquire);
+        loop {
+            let (send, posted, r) = f(send_of(old), posted_of(old));
+            match self.word.compare_exchange_weak(
+                old,
+                pack(send, posted),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return r,
+                Err(now) => old = now,
+            }
+        }
+    }
+
+    /// The send credits.
+    #[must_use]
+    pub fn send(&self) -> u32 {
+        send_of(self.word.load(core::sync::atomic::Ordering::Acquire))
+    }
+
+    /// The posted credits not yet advertised.
+    #[must_use]
+    pub fn posted(&self) -> u32 {
+        posted_of(self.word.load(core::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Up to `wanted` sends, and the posted credits to advertise with them
+    /// (at most `max_adv`): posted credits go only with a send that got a
+    /// credit, or with none when `need_posted` (the caller sends anyway,
+    /// e.g. without flow control). The last send credit is only given out
+    /// with posted credits to advertise.
+    pub fn grab(&self, wanted: u32, need_posted: bool, max_adv: u32) -> Grab {
+        self.update(|send, posted| {
+            let avail = if send > 0 && posted == 0 {
+                send.saturating_sub(1)
+            } else {
+                send
+            };
+            let got = avail.min(wanted);
+            let advertise = if posted > 0 && (got > 0 || need_posted) {
+                posted.min(max_adv)
+            } else {
+                0
+            };
+            (
+                send.saturating_sub(got),
+                posted.saturating_sub(advertise),
+                Grab { got, advertise },
+            )
+        })
+    }
+
+    /// Send credits the peer granted (a header's `h_credit`, or its
+    /// handshake); past [`MAX_CREDITS`] they are not counted.
+    pub fn add_send(&self, n: u32) {
+        if n > 0 {
+            self.update(|send, posted| (send.saturating_add(n), posted, ()));
+        }
+    }
+
+    /// Gives back send credits taken by [`Credits::grab`] and not used.
+    pub fn unget(&self, n: u32) {
+        self.add_send(n);
+    }
+
+    /// `n` receives were posted; returns the posted credits now not yet
+    /// advertised. When they reach [`CREDIT_UPDATE_AT`] (or half the
+    /// receive ring, if that is smaller) they are worth an ack-only frame of
+    /// their own: a peer that has nothing to send would otherwise never
+    /// tell.
+    pub fn add_posted(&self, n: u32) -> u32 {
+        self.update(|send, posted| {
+            let p = posted.saturating_add(n).min(MAX_CREDITS);
+            (send, p, p)
+        })
+    }
+
+    /// All posted credits, for the handshake's private data.
+    pub fn take_posted(&self) -> u32 {
+        self.update(|send, posted| (send, 0, posted))
     }
 }
