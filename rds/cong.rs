@@ -283,8 +283,17 @@ impl CongTable {
         laddr: Addr,
         faddr: Addr,
     ) -> Result<kernel::list::ListArc<crate::message::Message>> {
-        let map = self.maps.lock().get(&(net, laddr)).cloned().ok_or(ENOENT)?;
-        crate::message::Message::cong_update(map.to_payload()?, faddr)
+        let map = self.maps.lock().get(&(net, laddr)).cloned();
+        let payload = match map {
+            Some(map) => map.to_payload()?,
+            // No socket is bound to `laddr` any more (its map was reaped): no port there is
+            // congested, and the peer is told so.
+            None => Payload::from_bytes(
+                &KVec::from_elem(0u8, CONG_MAP_BYTES, GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?,
+        };
+        crate::message::Message::cong_update(payload, faddr)
     }
 
     /// Forgets the maps and events of a namespace that went away.

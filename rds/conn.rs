@@ -680,8 +680,11 @@ impl Conn {
                 return next;
             }
         }
-        if let Some(c) = self.take_map_update() {
-            return Ok(c);
+        match self.take_map_update() {
+            Some(Ok(c)) => return Ok(c),
+            // Still due; the drain backs off and tries again instead of spinning.
+            Some(Err(())) => return Err(Drain::Shortage),
+            None => {}
         }
         if !ready {
             return Err(Drain::Held);
@@ -694,7 +697,8 @@ impl Conn {
     }
 
     /// A congestion-map update for the peer, if one is due (C: `c_map_queued`).
-    fn take_map_update(&self) -> Option<Cursor> {
+    /// `Some(Err(()))` when building it failed (out of memory): it stays due.
+    fn take_map_update(&self) -> Option<core::result::Result<Cursor, ()>> {
         if !self.map_queued.swap(false, Ordering::AcqRel) {
             return None;
         }
@@ -704,13 +708,13 @@ impl Conn {
             .cong
             .update_message(self.key.net, self.key.laddr, self.key.faddr)
         {
-            Ok(m) => Some(Cursor {
+            Ok(m) => Some(Ok(Cursor {
                 msg: m.into_arc(),
                 progress: XmitProgress::default(),
-            }),
+            })),
             Err(_) => {
                 self.map_queued.store(true, Ordering::Release);
-                None
+                Some(Err(()))
             }
         }
     }

@@ -20,6 +20,7 @@ int rds_rs_kunit_recv_account(void);
 int rds_rs_kunit_rdma_rules(void);
 int rds_rs_kunit_passive_conn(void);
 int rds_rs_kunit_lent_payload(void);
+int rds_rs_kunit_cong_unbound(void);
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -58,6 +59,12 @@ static void passive_conn(struct kunit *test)
 }
 
 /* A payload in a transport's receive fragments, given back with its last user. */
+/* A congestion update from an address with no bound socket is an all-clear map. */
+static void cong_unbound(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_cong_unbound());
+}
+
 static void lent_payload(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_lent_payload());
@@ -147,6 +154,7 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(rdma_rules),
 	KUNIT_CASE(passive_conn),
 	KUNIT_CASE(lent_payload),
+	KUNIT_CASE(cong_unbound),
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),
