@@ -21,8 +21,14 @@
 //!   solicited events only). Receives land in a ring of 48-byte header buffers and 4 KiB
 //!   pages; [`crate::proto::Reassembly`] checks and joins fragments, and a complete message
 //!   goes to [`crate::recv::incoming`] with its pages lent ([`IbFrags`]). Acks piggyback on
-//!   every SEND; an ack-only frame goes when the peer asks (`ACK_REQUIRED`), as C. Credits
-//!   are not used (C never engages them between Linux peers).
+//!   every SEND; an ack-only frame goes when the peer asks (`ACK_REQUIRED`), as C, one at a
+//!   time (one more goes when it completes if another was asked for meanwhile).
+//! - Flow control ([`crate::proto::Credits`]): both handshake messages offer the receives
+//!   posted; when both offer, every SEND takes a credit and headers carry the receives posted
+//!   since (`h_credit`), or an ack-only frame does when 16 are untold. C offers credits only
+//!   with `net.rds.ib.flow_control` set, so against a default C peer there is none (IB's RNR
+//!   retries cover a receiver that is behind); iWARP has no RNR retry, and two rds-rs peers
+//!   always use it.
 //!
 //! # Contexts
 //!
@@ -42,9 +48,9 @@ use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Frag, InData, LentFrags, Message, Payload, RxSlot};
 use crate::proto::{
-    frag_count, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState, FragOutcome,
-    Header, NegotiateError, Reassembly, Stat, WorkRing, FRAG_SIZE, HEADER_LEN, PRIV_LEN_V6,
-    RDS_IB_PORT, RDS_IB_PORT6, REJ_INCOMPAT,
+    frag_count, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState, Credits,
+    FragOutcome, Grab, Header, NegotiateError, Reassembly, Stat, WorkRing, CREDIT_UPDATE_AT,
+    FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT, RDS_IB_PORT6, REJ_INCOMPAT,
 };
 use crate::recv::{self, RxCtx};
 use crate::socket::Shared;
@@ -465,6 +471,8 @@ impl Path {
                 return Err(e);
             }
         }
+        // The receives the handshake offers the peer.
+        q.credits.add_posted(q.qp.nrecv());
         Ok(q)
     }
 
@@ -514,8 +522,10 @@ impl CmHandler for Path {
                                 *self.pending.lock() = Some(back);
                             }
                         }
+                        let mut req =
+                            ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
+                        req.credit = q.credits.take_posted();
                         *self.qpr.lock() = Some(q);
-                        let req = ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
                         let mut buf = [0u8; PRIV_LEN_V6];
                         let n = req.encode(&mut buf);
                         if id.connect(buf.get(..n).unwrap_or(&[])).is_err() {
@@ -529,7 +539,8 @@ impl CmHandler for Path {
                 if self.active {
                     // The reply's version (C: `rds_ib_cm_connect_complete`); a reply without
                     // private data is 4.1 there, which is the same wire.
-                    if let Some(p) = ConnPriv::decode(ev.private, conn.key.laddr.v4().is_none()) {
+                    let reply = ConnPriv::decode(ev.private, conn.key.laddr.v4().is_none());
+                    if let Some(p) = reply {
                         if !reply_version_ok(p.version()) {
                             stats::inc(Stat::RsIbConnectBadPrivate);
                             conn.drop_connection();
@@ -537,11 +548,14 @@ impl CmHandler for Path {
                         }
                         self.version.store(p.version(), Ordering::Relaxed);
                     }
-                    // iWARP: the initiator speaks first (MPA); an ack-only frame says nothing
-                    // else, and frees the responder to send.
                     if let Some(q) = self.qpr() {
+                        // Flow control if the reply offers credits too (nothing is sent
+                        // before this).
+                        q.engage_flow_control(reply.map_or(0, |p| p.credit));
+                        // iWARP: the initiator speaks first (MPA); an ack-only frame says
+                        // nothing else, and frees the responder to send.
                         if q.dev.attrs.iwarp {
-                            q.send_ack(0);
+                            q.send_ack(conn);
                         }
                     }
                 }
@@ -578,7 +592,12 @@ impl WcHandler for Path {
             TAG_RECV => q.recv_done(&self.conn, slot, wc),
             TAG_ACK => {
                 q.qp.complete_ack();
-                if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR {
+                q.ack_busy.store(false, Ordering::Release);
+                if wc.status == WC_SUCCESS {
+                    // Another ack may have been asked for while this one was out.
+                    q.attempt_ack(&self.conn);
+                } else if wc.status != WC_FLUSH_ERR {
+                    stats::inc(Stat::IbAckSendFailure);
                     self.conn.drop_connection();
                 }
             }
@@ -654,11 +673,18 @@ impl Listener {
         };
         pr_debug!("ib request for state {:?}\n", conn.state());
         if !conn.try_accept() {
-            if conn.state() == ConnState::Up {
-                // A stale connection: the peer started over; ours goes too (C).
-                conn.drop_connection();
+            // C's counters: a request for a connection that is up closes it as stale
+            // (`ib_listen_closed_stale`); one that meets our own connect in progress is a race
+            // (`ib_connect_raced`).
+            match conn.state() {
+                ConnState::Up => {
+                    // A stale connection: the peer started over; ours goes too (C).
+                    conn.drop_connection();
+                    stats::inc(Stat::IbListenClosedStale);
+                }
+                ConnState::Connecting => stats::inc(Stat::IbConnectRaced),
+                _ => {}
             }
-            stats::inc(Stat::IbConnectRaced);
             return Err(REJ_INCOMPAT);
         }
         let fail = |conn: &Arc<Conn>| {
@@ -668,6 +694,14 @@ impl Listener {
         let path = Path::new(conn.clone(), false).map_err(|_| fail(&conn))?;
         path.version.store(version, Ordering::Relaxed);
         let q = path.setup(id, ctx).map_err(|_| fail(&conn))?;
+        // Flow control if the request offers credits; the reply offers ours then (and only
+        // then: a peer that offers none does not expect any).
+        q.engage_flow_control(p.credit);
+        let offer = if p.credit != 0 {
+            q.credits.take_posted()
+        } else {
+            0
+        };
         let handler: Arc<dyn CmHandler> = path.clone();
         let owned = match id.adopt(handler) {
             Ok(o) => o,
@@ -687,6 +721,7 @@ impl Listener {
         let [major, minor] = version.to_be_bytes();
         reply.major = major;
         reply.minor = minor;
+        reply.credit = offer;
         let mut buf = [0u8; PRIV_LEN_V6];
         let n = reply.encode(&mut buf);
         if id.accept(buf.get(..n).unwrap_or(&[])).is_err() {
@@ -720,8 +755,17 @@ struct Qpr {
     /// per CQ: a mutex, so that collecting fragments may allocate.
     #[pin]
     rx: Mutex<RxState>,
-    /// `xmit` found the ring full: the next send completion kicks the connection.
+    /// `xmit` found the ring full or ran out of credits: the next send completion or credit
+    /// update kicks the connection.
     waiting: AtomicBool,
+    /// Flow control (both ends offered credits), settled before this end sends anything.
+    flowctl: AtomicBool,
+    /// The credits of flow control (counted from the start; enforced when `flowctl`).
+    credits: Credits,
+    /// Posted receives untold to the peer that make an ack-only frame worth it.
+    update_at: u32,
+    /// The ack-only frame is out (one at a time; its completion sends the next if wanted).
+    ack_busy: AtomicBool,
     /// iWARP's responder must not send before the initiator's first frame arrives (MPA):
     /// the passive side holds its sends until its first receive, which kicks the connection.
     hold: AtomicBool,
@@ -792,6 +836,10 @@ impl Qpr {
                     "Qpr::rx"
                 ),
                 waiting: AtomicBool::new(false),
+                flowctl: AtomicBool::new(false),
+                credits: Credits::new(),
+                update_at: CREDIT_UPDATE_AT.min(spec.nrecv / 2).max(1),
+                ack_busy: AtomicBool::new(false),
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 _token: token,
             }),
@@ -799,8 +847,57 @@ impl Qpr {
         )
     }
 
+    /// Engages flow control if the peer offered `credit` (its posted receives) in the
+    /// handshake; this end always offers its own.
+    fn engage_flow_control(&self, credit: u32) {
+        if credit != 0 {
+            self.credits.add_send(credit);
+            self.flowctl.store(true, Ordering::Release);
+        }
+    }
+
+    fn flow_controlled(&self) -> bool {
+        self.flowctl.load(Ordering::Acquire)
+    }
+
+    /// Up to `want` send slots and, under flow control, as many credits: the first slot's
+    /// position, how many, and the posted credits to advertise with them. `None` when none is
+    /// free; the next send completion or credit update kicks the connection then.
+    fn reserve(&self, want: u32) -> Option<(u32, Grab)> {
+        for first in [true, false] {
+            let (pos, got) = self.ring.lock().alloc(want);
+            if got == 0 {
+                stats::inc(Stat::IbTxRingFull);
+            } else {
+                let g = if self.flow_controlled() {
+                    self.credits.grab(got, false, MAX_ADV_CREDIT)
+                } else {
+                    Grab { got, advertise: 0 }
+                };
+                if g.got < got {
+                    // Only `xmit` allocates send slots, and the core runs one at a time.
+                    self.ring.lock().unalloc(got - g.got);
+                    stats::inc(Stat::IbTxThrottle);
+                }
+                if g.got > 0 {
+                    if g.got < want {
+                        self.waiting.store(true, Ordering::SeqCst);
+                    }
+                    return Some((pos, g));
+                }
+            }
+            if first {
+                // Ask to be kicked, then look once more: room or credits may have come
+                // between the look and the ask.
+                self.waiting.store(true, Ordering::SeqCst);
+            }
+        }
+        None
+    }
+
     /// Sends (more of) `msg`: each fragment a SEND of the header and at most 4 KiB; stops
-    /// when the ring is full (the next completion kicks the connection).
+    /// when the ring is full or the credits are out (a completion or a credit update kicks
+    /// the connection).
     fn xmit(
         &self,
         conn: &Arc<Conn>,
@@ -816,21 +913,10 @@ impl Qpr {
         if done >= total {
             return Ok(());
         }
-        let want = total - done;
-        let (pos, mut got) = self.ring.lock().alloc(want);
-        if got < want {
-            self.waiting.store(true, Ordering::Release);
-            if got == 0 {
-                // Room may have appeared meanwhile.
-                let (p2, g2) = self.ring.lock().alloc(want);
-                if g2 == 0 {
-                    return Err(XmitError::Full);
-                }
-                return self.post(conn, msg, progress, p2, g2, done, total);
-            }
-        }
-        got = got.min(want);
-        self.post(conn, msg, progress, pos, got, done, total)
+        let Some((pos, g)) = self.reserve(total - done) else {
+            return Err(XmitError::Full);
+        };
+        self.post(conn, msg, progress, pos, g, done, total)
     }
 
     #[expect(clippy::too_many_arguments)]
@@ -840,14 +926,25 @@ impl Qpr {
         msg: &Arc<Message>,
         progress: &mut XmitProgress,
         pos: u32,
-        got: u32,
+        g: Grab,
         done: u32,
         total: u32,
     ) -> Result<(), XmitError> {
-        // The header of every fragment: the piggybacked ack and C's checksum.
-        let hdr: [u8; HEADER_LEN] = msg.header(conn.piggyback_ack()).with_checksum().encode();
+        // The header of every fragment: the piggybacked ack and C's checksum; the first one
+        // posted now also tells the receives posted since the last update.
+        let base = msg.header(conn.piggyback_ack());
+        let hdr: [u8; HEADER_LEN] = base.with_checksum().encode();
+        let first_hdr = (g.advertise > 0).then(|| {
+            stats::inc(Stat::IbTxCreditUpdates);
+            Header {
+                credit: u8::try_from(g.advertise).unwrap_or(u8::MAX),
+                ..base
+            }
+            .with_checksum()
+            .encode()
+        });
         let nslots = self.qp.nsend();
-        for k in 0..got {
+        for k in 0..g.got {
             let frag = done + k;
             let slot = (pos + k) % nslots;
             let last = frag + 1 == total;
@@ -857,21 +954,28 @@ impl Qpr {
                 SEND_SIGNALED
             };
             let piece = (msg.len > 0).then_some(frag as usize);
+            let h = match &first_hdr {
+                Some(f) if k == 0 => f,
+                _ => &hdr,
+            };
             if self
                 .qp
-                .post_send(slot, &hdr, Keep(msg.clone()), piece, flags)
+                .post_send(slot, h, Keep(msg.clone()), piece, flags)
                 .is_err()
             {
                 // The QP is going (or failed): what was not posted goes back; the connection
                 // resets and the message is sent again.
-                self.ring.lock().unalloc(got - k);
+                self.ring.lock().unalloc(g.got - k);
+                if self.flow_controlled() {
+                    self.credits.unget(g.got - k);
+                }
                 progress.sent = frag as usize;
                 conn.drop_connection();
                 return Err(XmitError::Full);
             }
             progress.sent = frag as usize + 1;
         }
-        if done + got < total {
+        if done + g.got < total {
             return Err(XmitError::Full);
         }
         progress.op_sent = true;
@@ -928,10 +1032,12 @@ impl Qpr {
             }
             Ok(FragOutcome::Ack(h)) => {
                 stats::inc(Stat::IbAckReceived);
+                self.credits_received(conn, h.credit);
                 conn.ack_received(h.ack);
                 drop(page);
             }
             Ok(FragOutcome::More(h)) => {
+                self.credits_received(conn, h.credit);
                 conn.ack_received(h.ack);
                 if self.rx.lock().frags.push(page, GFP_KERNEL).is_err() {
                     conn.drop_connection();
@@ -939,6 +1045,7 @@ impl Qpr {
                 }
             }
             Ok(FragOutcome::Complete { first, this, .. }) => {
+                self.credits_received(conn, this.credit);
                 conn.ack_received(this.ack);
                 let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
                 if pages.push(page, GFP_KERNEL).is_err() {
@@ -971,34 +1078,82 @@ impl Qpr {
                         return;
                     }
                 }
-                self.maybe_ack(conn);
             }
         }
-        // The slot takes a new buffer.
+        // The slot takes a new buffer, which the peer is told about.
         if self.qp.post_recv(slot, GFP_KERNEL).is_err() {
             conn.drop_connection();
-        }
-    }
-
-    /// Sends an ack-only frame when the peer asked for one (C: `rds_ib_attempt_ack`).
-    fn maybe_ack(&self, conn: &Arc<Conn>) {
-        if !conn.ack_requested() {
             return;
         }
-        let Some(ack) = conn.take_ack() else { return };
-        self.send_ack(ack);
+        self.credits.add_posted(1);
+        self.attempt_ack(conn);
     }
 
-    /// Sends an ack-only frame acknowledging `ack`.
-    fn send_ack(&self, ack: u64) {
+    /// A header granted `n` send credits (C counts them whatever the flow control).
+    fn credits_received(&self, conn: &Arc<Conn>, n: u8) {
+        if n == 0 {
+            return;
+        }
+        stats::inc(Stat::IbRxCreditUpdates);
+        self.credits.add_send(u32::from(n));
+        if self.flow_controlled() && self.waiting.swap(false, Ordering::SeqCst) {
+            conn.kick();
+        }
+    }
+
+    /// Sends an ack-only frame if one is due: the peer asked for an ack (`ACK_REQUIRED`), or
+    /// enough posted receives are untold (C: `rds_ib_attempt_ack`).
+    fn attempt_ack(&self, conn: &Arc<Conn>) {
+        if conn.ack_requested()
+            || (self.flow_controlled() && self.credits.posted() >= self.update_at)
+        {
+            self.send_ack(conn);
+        }
+    }
+
+    /// Sends an ack-only frame with the last sequence number received and, under flow
+    /// control, the posted receives untold; one at a time (its completion sends the next if
+    /// one is due), and under flow control only with a credit (a credit update tries again).
+    fn send_ack(&self, conn: &Arc<Conn>) {
+        if self.ack_busy.swap(true, Ordering::AcqRel) {
+            stats::inc(Stat::IbAckSendDelayed);
+            return;
+        }
+        let advertise = if self.flow_controlled() {
+            let g = self.credits.grab(1, false, MAX_ADV_CREDIT);
+            if g.got == 0 {
+                stats::inc(Stat::IbTxThrottle);
+                self.ack_busy.store(false, Ordering::Release);
+                return;
+            }
+            g.advertise
+        } else {
+            0
+        };
+        let ack = conn.take_ack().unwrap_or_else(|| conn.piggyback_ack());
         let h = Header {
             ack,
+            credit: u8::try_from(advertise).unwrap_or(u8::MAX),
             ..Header::default()
         }
         .with_checksum()
         .encode();
-        if let Ok(true) = self.qp.post_ack(&h, SEND_SIGNALED | SEND_SOLICITED) {
-            stats::inc(Stat::IbAckSent);
+        match self.qp.post_ack(&h, SEND_SIGNALED | SEND_SOLICITED) {
+            Ok(true) => {
+                stats::inc(Stat::IbAckSent);
+                if advertise > 0 {
+                    stats::inc(Stat::IbTxCreditUpdates);
+                }
+            }
+            Ok(false) => {
+                // Cannot happen (`ack_busy` was clear); nothing went out.
+                self.ack_busy.store(false, Ordering::Release);
+            }
+            Err(_) => {
+                self.ack_busy.store(false, Ordering::Release);
+                stats::inc(Stat::IbAckSendFailure);
+                conn.drop_connection();
+            }
         }
     }
 }
