@@ -717,6 +717,20 @@ impl RdsSocket {
         Ok(info::parse_connections(&self.info_items(opt)?.1, v6))
     }
 
+    /// `RDS_INFO_IB_CONNECTIONS` (`v6` false) or `RDS6_INFO_IB_CONNECTIONS`: the connections
+    /// of the IB/iWARP transport with their RDMA facts. A table that does not decode is an
+    /// `InvalidData` error.
+    pub fn rdma_connections(&self, v6: bool) -> io::Result<Vec<info::RdmaConnectionInfo>> {
+        let opt = if v6 {
+            info::RDS6_INFO_IB_CONNECTIONS
+        } else {
+            info::RDS_INFO_IB_CONNECTIONS
+        };
+        let (each, data) = self.info_items(opt)?;
+        info::decode_table(each, &data, v6)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+    }
+
     /// `RDS_INFO_SOCKETS` (`v6` false) or `RDS6_INFO_SOCKETS`.
     pub fn sockets(&self, v6: bool) -> io::Result<Vec<info::SocketInfo>> {
         let opt = if v6 {
