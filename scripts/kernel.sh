@@ -27,6 +27,10 @@ key=$( { echo "$srcver"; echo "$rustcver"; echo "$variant"; echo "$bindgenver";
 # One build directory per variant, at a stable path (Kbuild's saved commands hold absolute
 # paths, so a moved tree rebuilds from scratch). The key of the finished build is kept in it.
 out=$CACHE_DIR/kernel/$variant
+# One caller at a time per variant: a second waits for the first's build and then reuses it.
+mkdir -p "$CACHE_DIR/kernel"
+exec 9> "$CACHE_DIR/kernel/$variant.lock"
+flock 9
 if [ -f "$out/.rds-rs-done" ] && [ "$(cat "$out/.rds-rs-key" 2>/dev/null)" = "$key" ]; then
   info "kernel $variant: cached ($out)"
   echo "$out"; exit 0
