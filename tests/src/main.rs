@@ -35,6 +35,12 @@
 //! - `rds-tests hostile`: what a hostile local user can make the module hold, pin or reach
 //!   (rds_rs only): per-message charges, memory cgroups, bounded notifications and waits, the
 //!   creator's mlock limit, r_key guessing, per-namespace congestion, `sk_flags` under the lock.
+//! - `rds-tests ib-echo ADDR FIRST-PORT NPORTS SECONDS` and
+//!   `rds-tests ib-client LOCAL PEER FIRST-PORT NPORTS TAG`: RDS over IB/RoCE/iWARP between
+//!   two addresses, an echo server and a client that checks (either side rds_rs or C RDS).
+//! - `rds-tests ib-bad recv|bg ...`: helpers of the bad RDS/IB peer test (`ib_bad.rs`).
+//! - `rds-tests ib-sink ...` and `rds-tests ib-source ...`: a numbered stream across faults,
+//!   checked exactly once and in order (`ib.rs`, `tests/guest/ib-one.sh`).
 //! - `rds-tests load [messages [timeout-seconds]]`: 8 processes, 64 sockets, content checks.
 //! - `rds-tests hold <seconds> [go-file]`: open RDS sockets (one unbound, two bound with a
 //!   message unread), print `holding`, keep them open that long; with `go-file`, once it
@@ -48,6 +54,8 @@ mod cmsg;
 mod cong;
 mod faults;
 mod hostile;
+mod ib;
+mod ib_bad;
 mod info;
 mod load;
 mod netns;
@@ -203,8 +211,9 @@ fn hold(secs: &str, go: Option<&str>) -> Result<(), String> {
 
 /// Ends the process if a suite runs longer than `limit`: a system call that never returns
 /// (a bug in the module under test) fails the suite instead of hanging the guest. Not for
-/// `load`, which forks (and bounds itself), `netns`, which stays single-threaded, nor `hold`
-/// and `pingpong`, which bound themselves.
+/// `load`, which forks (and bounds itself), `netns`, which stays single-threaded, nor `hold`,
+/// `pingpong` and the `ib-*` programs, which bound themselves (every wait in them is
+/// bounded; over emulated RDMA between guests they may take longer than the watchdog).
 fn watchdog(suite: String, limit: std::time::Duration) {
     std::thread::spawn(move || {
         std::thread::sleep(limit);
@@ -220,7 +229,18 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut report = Report::default();
     if let Some(suite) = args.first() {
-        if !matches!(*suite, "load" | "hold" | "pingpong" | "netns") {
+        if !matches!(
+            *suite,
+            "load"
+                | "hold"
+                | "pingpong"
+                | "netns"
+                | "ib-echo"
+                | "ib-client"
+                | "ib-bad"
+                | "ib-sink"
+                | "ib-source"
+        ) {
             watchdog(suite.to_string(), std::time::Duration::from_secs(300));
         }
     }
@@ -253,6 +273,11 @@ fn main() -> ExitCode {
         ["rdma-abi"] => rdma_abi::run(&mut report),
         ["faults"] => faults::run(&mut report),
         ["hostile"] => hostile::run(&mut report),
+        ["ib-echo", rest @ ..] => ib::echo(rest),
+        ["ib-client", rest @ ..] => ib::client(&mut report, rest),
+        ["ib-bad", rest @ ..] => ib_bad::run(rest),
+        ["ib-sink", rest @ ..] => ib::sink(rest),
+        ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
         ["load", rest @ ..] => load::run(&mut report, rest),
         ["pingpong", rest @ ..] => pingpong::run(&mut report, rest),

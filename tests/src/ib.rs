@@ -1,0 +1,478 @@
+//! RDS over an RDMA transport (IB, RoCE, iWARP) between two addresses, usually two hosts (or
+//! the two ends of a veth pair in one guest): an echo server on one side, a client that runs
+//! the checks on the other. Both are plain RDS programs, so either side may be rds_rs or C RDS.
+//!
+//! - `rds-tests ib-echo ADDR FIRST-PORT NPORTS SECONDS [CLIENTS]`: binds NPORTS sockets (IB
+//!   transport, as `rds-stress -T ib`) and sends every message back to where it came from,
+//!   content unchanged; ends when CLIENTS clients (default 1) said they are done (a client's
+//!   last message) or after SECONDS.
+//! - `rds-tests ib-client LOCAL PEER FIRST-PORT NPORTS TAG [TOS]`: against an echo server at
+//!   PEER: ping-pong, every size from 0 B to 1 MiB (1 MiB is `RDS_MAX_MSG_SIZE`; messages over
+//!   4 KiB travel in several fragments), many sockets to many ports at once with per-pair order,
+//!   a stream of 8 KiB messages kept in flight, a connection with another type of service,
+//!   `rds-ping`'s protocol (port 0), and the `RDS_INFO_*` tables of the connection. Every
+//!   payload is checked byte by byte. With TOS, the client's main socket sends on a connection
+//!   of that type of service (the echoes come back on the server's, TOS 0).
+//!
+//! Check names are prefixed by the client's tag (e.g. `rs_to_c_v4`), so that runs in both
+//! directions can be told apart; every check must pass (these are interop checks, not
+//! observations paired with another run).
+
+use crate::util::{err_name, pattern};
+use crate::Report;
+use librds::{RdsSocket, Transport, SIOCRDSSETTOS};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// The largest message (`RDS_MAX_MSG_SIZE`).
+const MAX: usize = 1 << 20;
+/// The message that ends an echo server (its client's last).
+const STOP: &[u8] = b"ib-echo: stop";
+/// How long an echo may take to come back (rxe between two TCG guests is slow).
+const ECHO_WAIT: Duration = Duration::from_secs(30);
+
+fn parse<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("bad {what} {s}"))
+}
+
+/// An RDS socket on the IB transport bound to `addr`, with room for 1 MiB messages both ways
+/// and sends that wait at most [`ECHO_WAIT`] for room.
+fn ib_socket(addr: SocketAddr) -> Result<RdsSocket, String> {
+    let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    s.set_transport(Transport::Ib)
+        .map_err(|e| format!("SO_RDS_TRANSPORT: {}", err_name(&e)))?;
+    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
+        s.set_int(libc::SOL_SOCKET, opt, 8 << 20)
+            .map_err(|e| format!("buffer size: {e}"))?;
+    }
+    // A send that waits for room waits a bounded time.
+    s.set_send_timeout(Some(ECHO_WAIT))
+        .map_err(|e| format!("SO_SNDTIMEO: {e}"))?;
+    s.bind(addr)
+        .map_err(|e| format!("bind {addr}: {}", err_name(&e)))?;
+    Ok(s)
+}
+
+pub(crate) fn echo(args: &[&str]) -> Result<(), String> {
+    let (addr, first, n, secs, stops) = match args {
+        [a, f, n, s] => (a, f, n, s, "1"),
+        [a, f, n, s, stops] => (a, f, n, s, *stops),
+        _ => return Err("usage: ib-echo ADDR FIRST-PORT NPORTS SECONDS [CLIENTS]".into()),
+    };
+    let mut stops: u32 = parse(stops, "client count")?;
+    let ip: IpAddr = parse(addr, "address")?;
+    let first: u16 = parse(first, "port")?;
+    let n: u16 = parse(n, "count")?;
+    let bound = Duration::from_secs(parse(secs, "seconds")?);
+    let socks = (0..n)
+        .map(|i| ib_socket(SocketAddr::new(ip, first + i)))
+        .collect::<Result<Vec<_>, _>>()?;
+    println!("# echo bound to {ip} ports {first}..{}", first + n - 1);
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let fds: Vec<(i32, i16)> = socks
+        .iter()
+        .map(|s| (std::os::fd::AsRawFd::as_raw_fd(s), libc::POLLIN))
+        .collect();
+    let start = Instant::now();
+    let mut echoed = 0u64;
+    let mut buf = vec![0u8; MAX + 1];
+    'serve: while start.elapsed() < bound {
+        let _ = librds::poll_fds(&fds, Duration::from_millis(200));
+        for s in &socks {
+            while let Ok((len, from)) = recv_nb(s, &mut buf) {
+                if &buf[..len] == STOP {
+                    stops = stops.saturating_sub(1);
+                    if stops == 0 {
+                        break 'serve;
+                    }
+                    continue;
+                }
+                // Sent back as it came; a full send buffer waits (a bounded blocking send).
+                if let Err(e) = s.send_to(&buf[..len], from) {
+                    println!("# echo to {from}: {}", err_name(&e));
+                } else {
+                    echoed += 1;
+                }
+            }
+        }
+    }
+    println!("# echoed {echoed} in {:?}", start.elapsed());
+    Ok(())
+}
+
+fn recv_nb(s: &RdsSocket, buf: &mut [u8]) -> std::io::Result<(usize, SocketAddr)> {
+    let m = s.recv_msg(buf, 0, libc::MSG_DONTWAIT)?;
+    match m.from {
+        Some(f) => Ok((m.len, f)),
+        None => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+    }
+}
+
+/// A payload of `len` bytes unique to (`seed`, `len`), with a small header naming it.
+fn payload(len: usize, seed: u64) -> Vec<u8> {
+    let mut p = pattern(len, seed ^ (len as u64).wrapping_mul(0x9e37));
+    let tag = seed.to_be_bytes();
+    let n = tag.len().min(len);
+    p[..n].copy_from_slice(&tag[..n]);
+    p
+}
+
+/// Waits for a message on `s` within `wait`; returns it and its source.
+fn recv_wait(
+    s: &RdsSocket,
+    buf: &mut [u8],
+    wait: Duration,
+) -> Result<(Vec<u8>, SocketAddr), String> {
+    let t0 = Instant::now();
+    loop {
+        match recv_nb(s, buf) {
+            Ok((n, from)) => return Ok((buf[..n].to_vec(), from)),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+            Err(e) => return Err(format!("recv: {}", err_name(&e))),
+        }
+        let left = wait.saturating_sub(t0.elapsed());
+        if left.is_zero() {
+            return Err("nothing came back".into());
+        }
+        let _ = s.poll(libc::POLLIN, left.min(Duration::from_millis(200)));
+    }
+}
+
+/// Sends `p` to `to` and waits for it to come back from there, the same bytes.
+fn round_trip(s: &RdsSocket, to: SocketAddr, p: &[u8], buf: &mut [u8]) -> Result<(), String> {
+    s.send_to(p, to)
+        .map_err(|e| format!("send {} B: {}", p.len(), err_name(&e)))?;
+    let (got, from) = recv_wait(s, buf, ECHO_WAIT)?;
+    if from != to {
+        return Err(format!("answer from {from}, not {to}"));
+    }
+    if got != p {
+        return Err(format!(
+            "{} B came back as {} B or changed",
+            p.len(),
+            got.len()
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let (local, peer, first, n, tag, tos) = match args {
+        [l, p, f, n, t] => (l, p, f, n, t, "0"),
+        [l, p, f, n, t, tos] => (l, p, f, n, t, *tos),
+        _ => return Err("usage: ib-client LOCAL PEER FIRST-PORT NPORTS TAG [TOS]".into()),
+    };
+    let tos: u8 = parse(tos, "type of service")?;
+    let lip: IpAddr = parse(local, "address")?;
+    let pip: IpAddr = parse(peer, "address")?;
+    let first: u16 = parse(first, "port")?;
+    let nports: u16 = parse(n, "count")?;
+    let v6 = lip.is_ipv6();
+    let name = |c: &str| format!("ib_{tag}_{c}");
+    let mut buf = vec![0u8; MAX + 1];
+    let to = |i: u16| SocketAddr::new(pip, first + i % nports);
+    let s = ib_socket(SocketAddr::new(lip, 0))?;
+    if tos != 0 {
+        // The checks' own connection (the echo server answers on its socket's, TOS 0).
+        s.ioctl_byte(SIOCRDSSETTOS, Some(tos))
+            .map_err(|e| format!("SIOCRDSSETTOS: {}", err_name(&e)))?;
+    }
+
+    // The first exchange connects; the peer may still be starting: retry for a while.
+    let t0 = Instant::now();
+    let first_trip = loop {
+        let p = payload(64, 1);
+        match s.send_to(&p, to(0)) {
+            Ok(_) => {}
+            Err(e) => break Err(format!("send: {}", err_name(&e))),
+        }
+        match recv_wait(&s, &mut buf, Duration::from_secs(5)) {
+            Ok((got, _)) if got == p => break Ok(()),
+            Ok(_) => continue,
+            Err(_) if t0.elapsed() < Duration::from_secs(120) => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    r.check(&name("connect"), "echo", first_trip.clone());
+    if first_trip.is_err() {
+        return Ok(());
+    }
+    // Late duplicates of the retries above.
+    while recv_wait(&s, &mut buf, Duration::from_millis(500)).is_ok() {}
+
+    // Ping-pong.
+    let pp = (0..20).try_for_each(|i| round_trip(&s, to(0), &payload(64, 100 + i), &mut buf));
+    r.check(&name("pingpong_20"), "20", pp);
+
+    // Every size, 0 B to 1 MiB, across the fragment boundaries.
+    let sizes = [
+        0usize, 1, 47, 48, 100, 4095, 4096, 4097, 8191, 8192, 8193, 12288, 65536, 262_144,
+        1_048_575, MAX,
+    ];
+    let mut bad = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        if let Err(e) = round_trip(&s, to(1), &payload(len, 200 + i as u64), &mut buf) {
+            bad.push(format!("{len}={e}"));
+        }
+    }
+    r.check(
+        &name("sizes_0_to_1m"),
+        &format!("{}", sizes.len()),
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad.join("; "))
+        },
+    );
+
+    // Many sockets to many ports at once: 6 sockets x all ports x 4 messages, interleaved;
+    // every message back, in order per (socket, port).
+    let many = (|| -> Result<(), String> {
+        let socks = (0..6)
+            .map(|_| ib_socket(SocketAddr::new(lip, 0)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut want: HashMap<(usize, SocketAddr), Vec<Vec<u8>>> = HashMap::new();
+        for round in 0..4u64 {
+            for (k, so) in socks.iter().enumerate() {
+                for port in 0..nports {
+                    let p = payload(
+                        100 + (round as usize) * 700,
+                        1000 + round * 100 + k as u64 * 10 + port as u64,
+                    );
+                    so.send_to(&p, to(port))
+                        .map_err(|e| format!("send: {}", err_name(&e)))?;
+                    want.entry((k, to(port))).or_default().push(p);
+                }
+            }
+        }
+        for (k, so) in socks.iter().enumerate() {
+            let mut got: HashMap<SocketAddr, Vec<Vec<u8>>> = HashMap::new();
+            for _ in 0..(4 * nports as usize) {
+                let (m, from) = recv_wait(so, &mut buf, ECHO_WAIT)?;
+                got.entry(from).or_default().push(m);
+            }
+            for port in 0..nports {
+                if got.get(&to(port)) != want.get(&(k, to(port))) {
+                    return Err(format!(
+                        "socket {k} port {port}: lost, reordered or changed"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    })();
+    r.check(&name("many_sockets_ports"), &format!("6x{nports}x4"), many);
+
+    // A stream: 300 messages of 8 KiB kept 16 in flight; all back, in order, intact.
+    let stream = (|| -> Result<(), String> {
+        const N: u64 = 300;
+        let (mut sent, mut back) = (0u64, 0u64);
+        let t = Instant::now();
+        while back < N {
+            if t.elapsed() > Duration::from_secs(240) {
+                return Err(format!("{back} of {N} back in time"));
+            }
+            while sent < N && sent - back < 16 {
+                s.send_to(&payload(8192, 5000 + sent), to(2))
+                    .map_err(|e| format!("send: {}", err_name(&e)))?;
+                sent += 1;
+            }
+            let (m, _) = recv_wait(&s, &mut buf, ECHO_WAIT)?;
+            if m != payload(8192, 5000 + back) {
+                return Err(format!("message {back} lost, reordered or changed"));
+            }
+            back += 1;
+        }
+        Ok(())
+    })();
+    r.check(&name("stream_300x8k"), "300", stream);
+
+    // Another type of service: another connection.
+    let tos = (|| -> Result<(), String> {
+        let t = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+        t.set_transport(Transport::Ib)
+            .map_err(|e| format!("SO_RDS_TRANSPORT: {}", err_name(&e)))?;
+        t.bind(SocketAddr::new(lip, 0))
+            .map_err(|e| format!("bind: {}", err_name(&e)))?;
+        t.ioctl_byte(SIOCRDSSETTOS, Some(3))
+            .map_err(|e| format!("SIOCRDSSETTOS: {}", err_name(&e)))?;
+        round_trip(&t, to(0), &payload(300, 77), &mut buf)?;
+        let conns = t
+            .connections(v6)
+            .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?;
+        let has = |tos: u8| {
+            conns.iter().any(|c| {
+                c.laddr == lip
+                    && c.faddr == pip
+                    && c.tos.unwrap_or(tos) == tos
+                    && c.transport == "infiniband"
+            })
+        };
+        if !(has(0) && has(3)) {
+            return Err(format!("connections {conns:?}"));
+        }
+        Ok(())
+    })();
+    r.check(&name("tos_3_own_connection"), "tos=0,3", tos);
+
+    // rds-ping's protocol: a message to port 0 is answered from port 0.
+    let ping = (|| -> Result<(), String> {
+        s.send_to(b"ping", SocketAddr::new(pip, 0))
+            .map_err(|e| format!("send: {}", err_name(&e)))?;
+        let (m, from) = recv_wait(&s, &mut buf, ECHO_WAIT)?;
+        if from != SocketAddr::new(pip, 0) || !m.is_empty() {
+            return Err(format!("{} B from {from}", m.len()));
+        }
+        Ok(())
+    })();
+    r.check(&name("ping_port_0"), "pong", ping);
+
+    // The tables: the connection and its RDMA facts.
+    let info = (|| -> Result<(), String> {
+        let conns = s
+            .connections(v6)
+            .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?;
+        let c = conns
+            .iter()
+            .find(|c| c.laddr == lip && c.faddr == pip && c.tos.unwrap_or(0) == 0)
+            .ok_or_else(|| format!("no connection in {conns:?}"))?;
+        if c.transport != "infiniband" || c.flags & librds::info::CONN_FLAG_CONNECTED == 0 {
+            return Err(format!("{c:?}"));
+        }
+        let ib = s
+            .rdma_connections(v6)
+            .map_err(|e| format!("RDS_INFO_IB_CONNECTIONS: {}", err_name(&e)))?;
+        let i = ib
+            .iter()
+            .find(|i| i.src_addr == lip && i.dst_addr == pip && i.tos == 0)
+            .ok_or_else(|| format!("no IB connection in {ib:?}"))?;
+        if i.max_send_wr == 0 || i.max_recv_wr == 0 || i.max_send_sge == 0 {
+            return Err(format!("{i:?}"));
+        }
+        Ok(())
+    })();
+    r.check(&name("info_tables"), "connected", info);
+    // The echo server is done.
+    let _ = s.send_to(STOP, to(0));
+    Ok(())
+}
+
+/// The size of message `i` of a fault-test stream: 8 B to about 9 KiB, so that a third of the
+/// messages travel in two or three fragments.
+fn stream_len(i: u64) -> usize {
+    8 + (i.wrapping_mul(2_654_435_761) % 9000) as usize
+}
+
+/// Writes `n` into the progress file `path` (the guest script reads it to time its faults).
+fn progress(path: &str, n: u64) {
+    let tmp = format!("{path}.tmp");
+    if std::fs::write(&tmp, format!("{n}\n")).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+/// `rds-tests ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS`: receives the stream of
+/// `ib-source` and checks that message `i` (its first 8 bytes) is the `i`th to arrive, with
+/// its content intact: every message exactly once and in order, whatever the connection went
+/// through. Writes the count received to PROGRESS-FILE as it goes; prints `# received N` and
+/// exits 0 when all COUNT came, an error otherwise (the first message out of order, a
+/// changed payload, or SECONDS passed).
+pub(crate) fn sink(args: &[&str]) -> Result<(), String> {
+    let [addr, port, count, prog, secs] = args else {
+        return Err("usage: ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS".into());
+    };
+    let at = SocketAddr::new(parse(addr, "address")?, parse(port, "port")?);
+    let count: u64 = parse(count, "count")?;
+    let bound = Duration::from_secs(parse(secs, "seconds")?);
+    let s = ib_socket(at)?;
+    println!("# sink bound to {at}");
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let start = Instant::now();
+    let mut buf = vec![0u8; MAX + 1];
+    let mut next = 0u64;
+    progress(prog, 0);
+    while next < count {
+        let left = bound.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return Err(format!("{next} of {count} received in {bound:?}"));
+        }
+        let (got, _) = match recv_wait(&s, &mut buf, left) {
+            Ok(m) => m,
+            Err(e) => return Err(format!("after {next} of {count}: {e}")),
+        };
+        if got.len() < 8 {
+            return Err(format!("after {next}: a message of {} B", got.len()));
+        }
+        let mut idx = [0u8; 8];
+        idx.copy_from_slice(&got[..8]);
+        let i = u64::from_be_bytes(idx);
+        if i != next {
+            return Err(format!(
+                "message {i} arrived where {next} was due ({})",
+                if i < next {
+                    "a duplicate"
+                } else {
+                    "messages lost"
+                }
+            ));
+        }
+        if got != payload(stream_len(i), i) {
+            return Err(format!("message {i} changed ({} B)", got.len()));
+        }
+        next += 1;
+        if next.is_multiple_of(16) || next == count {
+            progress(prog, next);
+        }
+    }
+    println!("# received {next} in order in {:?}", start.elapsed());
+    Ok(())
+}
+
+/// `rds-tests ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS`: sends COUNT messages
+/// (message `i` starts with `i`, big-endian, and has [`stream_len`] bytes) to PEER:PORT,
+/// each send waiting for room as long as it takes (within SECONDS): a connection that is down
+/// holds the messages, and the sender waits. Writes the count sent to PROGRESS-FILE.
+pub(crate) fn source(args: &[&str]) -> Result<(), String> {
+    let [local, peer, port, count, prog, secs] = args else {
+        return Err("usage: ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS".into());
+    };
+    let port: u16 = parse(port, "port")?;
+    let from = SocketAddr::new(parse(local, "address")?, 0);
+    let to = SocketAddr::new(parse(peer, "address")?, port);
+    let count: u64 = parse(count, "count")?;
+    let bound = Duration::from_secs(parse(secs, "seconds")?);
+    let s = ib_socket(from)?;
+    let start = Instant::now();
+    let mut waits = 0u64;
+    progress(prog, 0);
+    for i in 0..count {
+        let p = payload(stream_len(i), i);
+        loop {
+            match s.send_to(&p, to) {
+                Ok(_) => break,
+                // Room did not come within the send timeout (the connection is down): wait on.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EAGAIN | libc::ENOBUFS | libc::ETIMEDOUT)
+                    ) && start.elapsed() < bound =>
+                {
+                    waits += 1;
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => return Err(format!("send {i}: {}", err_name(&e))),
+            }
+        }
+        if (i + 1).is_multiple_of(16) || i + 1 == count {
+            progress(prog, i + 1);
+        }
+    }
+    println!(
+        "# sent {count} in {:?} ({waits} sends waited past the send timeout)",
+        start.elapsed()
+    );
+    Ok(())
+}
