@@ -1,7 +1,7 @@
 # Helpers for guest-side test scripts (sourced). Runs inside the QEMU guest.
 # Result lines go to TAP files in $OUT; see tests/harness.py for the format.
-# CHAINED=before|after: this script is followed by / follows another in the same guest; the
-# first clears kmemleak, the last reports leaks and writes the kernel log for both.
+# CHAINED=before|middle|after: this script is followed by / between / follows others in the same
+# guest; the first clears kmemleak, the last reports leaks and writes the kernel log for all.
 
 kmemleak=/sys/kernel/debug/kmemleak
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
@@ -19,8 +19,9 @@ loaded() { [ -d "/sys/module/$1" ]; }
 # The harness never has two RDS implementations loaded: refuse to load one while the other is.
 load_c() {
   loaded rds_rs && { echo "refusing to load C RDS while rds_rs is loaded" >&2; return 1; }
+  # rds_rdma too: rds_rs always carries its IB transport (and its info tables).
   insmod "$KDIR/net/rds/rds.ko" && insmod "$KDIR/net/rds/rds_tcp.ko" \
-    && { [ "${1:-}" != rdma ] || insmod "$KDIR/net/rds/rds_rdma.ko"; }
+    && insmod "$KDIR/net/rds/rds_rdma.ko"
 }
 unload_c() {
   local m
@@ -29,21 +30,29 @@ unload_c() {
 }
 load_rs() {
   loaded rds && { echo "refusing to load rds_rs while C RDS is loaded" >&2; return 1; }
-  insmod "$MODULE" && rs_loads=$((${rs_loads:-0} + 1))
+  insmod "$MODULE" && echo "$MODULE" >> "$OUT/rs-loads"
+}
+# The test build runs its KUnit suite at every insmod: the harness expects that many cases
+# for the loads of this guest so far (every step that loads rds_rs calls this at its end).
+kunit_expected() {
+  local cases loads
+  cases=$(grep -c '^	KUNIT_CASE(' "$(dirname "${BASH_SOURCE[0]}")/../../rds/kunit.c")
+  loads=$(cat "$OUT/rs-loads" 2>/dev/null | wc -l)
+  echo $((cases * loads)) > "$OUT/kunit.expected"
 }
 unload_rs() { rmmod rds_rs && ! loaded rds_rs; }
 
 # Forgets what kmemleak would report so far (boot-time objects): `clear` only drops objects a
 # scan already reported, so scan first.
 kmemleak_clear() {
-  [ "${CHAINED:-}" = after ] && return 0   # a step that follows another keeps its leak record
+  case "${CHAINED:-}" in after|middle) return 0 ;; esac  # a later step keeps the leak record
   [ -e $kmemleak ] || return 0
   echo scan > $kmemleak && echo clear > $kmemleak
 }
 # Reports objects leaked since kmemleak_clear; kmemleak only reports objects older than 5 s.
 # A kmemleak that is missing or has disabled itself is a failure, not a clean report.
 kmemleak_report() {
-  [ "${CHAINED:-}" = before ] && return 0  # the last step of the guest reports
+  case "${CHAINED:-}" in before|middle) return 0 ;; esac  # the last step of the guest reports
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
   sleep 6
   if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
@@ -54,7 +63,7 @@ kmemleak_report() {
 
 # The kernel log, once per guest (the last step writes it).
 collect_dmesg() {
-  [ "${CHAINED:-}" = before ] && return 0
+  case "${CHAINED:-}" in before|middle) return 0 ;; esac
   dmesg > "$OUT/dmesg.txt"
 }
 
@@ -63,4 +72,49 @@ run_prog() {
   local f=$1 name=$2; shift 2
   "$@"; local rc=$?
   [ $rc -eq 0 ] || tap "$f" not "${name}_exit" "rc=$rc" "test program failed"
+}
+
+# veth_rdma_up SOFT: two addresses of this guest, each on one end of a veth pair with a soft
+# RDMA device (rxe: RoCE v2, siw: iWARP) on it, for RDS over RDMA between them in one guest:
+# 192.0.2.1 and fd00::1 on veth0 (SOFT0), 192.0.2.2 and fd00::2 on veth1 (SOFT1). Host
+# routes and permanent neighbours send each address's traffic over the pair rather than the
+# local loopback; accept_local lets the two ends of one host talk over a wire. IPv4 needs no
+# more (a lookup bound to veth0, as rdma_cm's and rxe's are, skips the local route of veth1's
+# address); IPv6 prefers local routes whatever the bound device, so policy rules bound to each
+# end's device route the other end's address over the pair before the local table is asked
+# (moved from preference 0 to 100 for that).
+veth_rdma_up() {
+  local soft=$1 k m0 m1
+  ip link add veth0 type veth peer name veth1 || return 1
+  ip link set veth0 up && ip link set veth1 up || return 1
+  ip addr add 192.0.2.1/32 dev veth0 && ip addr add 192.0.2.2/32 dev veth1 || return 1
+  ip -6 addr add fd00::1/128 dev veth0 nodad && ip -6 addr add fd00::2/128 dev veth1 nodad \
+    || return 1
+  ip route add 192.0.2.2/32 dev veth0 && ip route add 192.0.2.1/32 dev veth1 || return 1
+  ip -6 route add fd00::2/128 dev veth0 && ip -6 route add fd00::1/128 dev veth1 || return 1
+  ip -6 route add fd00::2/128 dev veth0 table 100 \
+    && ip -6 route add fd00::1/128 dev veth1 table 101 \
+    && ip -6 rule add pref 10 oif veth0 to fd00::2/128 table 100 \
+    && ip -6 rule add pref 11 oif veth1 to fd00::1/128 table 101 \
+    && ip -6 rule add pref 100 table local && ip -6 rule del pref 0 table local || return 1
+  for k in all veth0 veth1; do
+    sysctl -qw "net.ipv4.conf.$k.accept_local=1" "net.ipv4.conf.$k.rp_filter=0" || return 1
+  done
+  m0=$(cat /sys/class/net/veth0/address) m1=$(cat /sys/class/net/veth1/address)
+  ip neigh add 192.0.2.2 lladdr "$m1" dev veth0 nud permanent \
+    && ip neigh add 192.0.2.1 lladdr "$m0" dev veth1 nud permanent \
+    && ip -6 neigh add fd00::2 lladdr "$m1" dev veth0 nud permanent \
+    && ip -6 neigh add fd00::1 lladdr "$m0" dev veth1 nud permanent || return 1
+  rdma link add "${soft}0" type "$soft" netdev veth0 \
+    && rdma link add "${soft}1" type "$soft" netdev veth1
+}
+# veth_rdma_down SOFT: undoes veth_rdma_up (whatever part of it was done).
+veth_rdma_down() {
+  rdma link delete "${1}0" 2>/dev/null; rdma link delete "${1}1" 2>/dev/null
+  ip link delete veth0 2>/dev/null
+  ip -6 rule del pref 10 2>/dev/null; ip -6 rule del pref 11 2>/dev/null
+  if ! ip -6 rule show pref 0 | grep -q local; then
+    ip -6 rule add pref 0 table local && ip -6 rule del pref 100 table local
+  fi
+  ! ip link show veth0 > /dev/null 2>&1
 }

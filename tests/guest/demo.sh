@@ -81,7 +81,7 @@ if load_c; then
     echo "== rds-tests $suite against C RDS: $("$TESTS" $suite | grep -c '^ok ') checks ok, $("$TESTS" $suite | grep -c '^not ok') not ok"
   done
   exchange c 4000
-  unload_c && echo "== rmmod rds rds_tcp: ok" || { echo "== rmmod of the C modules FAILED"; failed=1; }
+  unload_c && echo "== rmmod rds_rdma rds_tcp rds: ok" || { echo "== rmmod of the C modules FAILED"; failed=1; }
 else
   echo "== insmod of the C modules FAILED"
   echo "exchange c FAIL 0" >> "$OUT/demo-result.txt"

@@ -141,6 +141,8 @@ fn ns_body(r: &mut Report) -> Result<(), String> {
             }
             RDS6_INFO_SOCKETS => "ENOSPC optlen=52",
             RDS6_INFO_TCP_SOCKETS => "ret=64 optlen=0",
+            RDS_INFO_IB_CONNECTIONS => "ret=68 optlen=0",
+            RDS6_INFO_IB_CONNECTIONS => "ret=92 optlen=0",
             _ => "ENOPROTOOPT optlen=0",
         };
         put(&name, reply_obs(&s0, opt, 0), want);
@@ -365,8 +367,8 @@ fn ns_body(r: &mut Report) -> Result<(), String> {
         (RDS6_INFO_RETRANS_MESSAGES, "ret=50 optlen=0"),
         (RDS_INFO_TCP_SOCKETS, "ret=41 optlen=0"),
         (RDS6_INFO_TCP_SOCKETS, "ret=64 optlen=0"),
-        (RDS_INFO_IB_CONNECTIONS, "ENOPROTOOPT optlen=0"),
-        (RDS6_INFO_IB_CONNECTIONS, "ENOPROTOOPT optlen=0"),
+        (RDS_INFO_IB_CONNECTIONS, "ret=68 optlen=0"),
+        (RDS6_INFO_IB_CONNECTIONS, "ret=92 optlen=0"),
         (RDS_INFO_CONNECTION_STATS, "ENOPROTOOPT optlen=0"),
         (RDS_INFO_IWARP_CONNECTIONS, "ENOPROTOOPT optlen=0"),
     ] {
