@@ -1,17 +1,26 @@
 #!/bin/bash
-# One side of the two-guest RDS/IB test: brings up soft-RoCE (or soft-iWARP) on the guest's only
-# NIC, loads the in-tree C RDS over RDMA, and runs the ping-pong program as server or client;
-# the server first runs the registration rules of RDS/IB (rds-tests rdma-reg).
-#   rdma-pair.sh server|client OUT KDIR TESTS-BIN MY-ADDR PEER-ADDR PORT COUNT RXE|SIW PEER-OUT
-# The client starts only when the server has written PEER-OUT/ready (both guests see the host's
-# filesystem), so it never connects to a guest whose RDS/IB is not listening yet; the server
-# starts its bounded wait for pings only when the client has written PEER-OUT/client-ready
-# (the guests reach this step at different times: each first runs its half of the suite).
+# One side of the two-guest RDS over RDMA test, C RDS against rds_rs: brings up soft-RoCE (or
+# soft-iWARP) on the guest's only NIC, loads one implementation (side a: the in-tree C rds_rdma,
+# side b: rds_rs), starts echo servers on its IPv4 and IPv6 addresses, and runs the checking
+# client (rds-tests ib-client) against the other side's in four rounds:
+#   1. b alone, IPv4: rds_rs connects to C (C passive);
+#   2. a alone, IPv6: C connects to rds_rs (rds_rs passive);
+#   3. both at once, IPv4, a new connection (TOS 7): both ends connect at the same time (C's
+#      simultaneous-connect rules against ours);
+#   4. the same over IPv6.
+# Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
+#   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT
+# The guests reach this step at different times (each first runs its half of the suite) and
+# meet at each round: a side writes OUT/pair-rN when its part of round N is done and goes on when
+# the other's PEER-OUT/pair-rN exists (both guests see the host's filesystem). Results:
+# ib-pair-c.tap (side a's clients, C against rds_rs), ib-pair-rs.tap (side b's).
 set -u
-ROLE=$1 OUT=$2 KDIR=$3 TESTS=$4 ME=$5 PEER=$6 PORT=$7 COUNT=$8 SOFT=$9 PEER_OUT=${10}
+ROLE=$1 OUT=$2 KDIR=$3 MODULE=$4 TESTS=$5 ME=$6 PEER=$7 ME6=$8 PEER6=$9 SOFT=${10} PEER_OUT=${11}
 . "$(dirname "$0")/common.sh"
 cd "$OUT"
 kmemleak_clear
+if [ "$ROLE" = a ]; then impl=c peer_impl=rs; else impl=rs peer_impl=c; fi
+f=ib-pair-$impl.tap
 
 # Devices backed by hardware (virtual tunnels such as sit0 have no device link).
 nics=$(for n in /sys/class/net/*; do [ -e "$n/device" ] && basename "$n"; done)
@@ -21,30 +30,71 @@ if [ "$(echo "$nics" | wc -w)" -ne 1 ]; then
   collect_dmesg; exit 1
 fi
 ip link set "$nics" up && ip addr add "$ME/24" dev "$nics" \
+  && ip -6 addr add "$ME6/64" dev "$nics" nodad \
   && rdma link add "${SOFT}0" type "$SOFT" netdev "$nics" \
   && tap harness.tap ok rdma_link "${SOFT}0@$nics" \
   || tap harness.tap not rdma_link failed "could not set up $SOFT on $nics"
 
-if load_c rdma; then
-  if [ "$ROLE" = server ]; then
+if [ $impl = c ]; then load_c; else load_rs; fi
+loaded_ok=$?
+if [ $loaded_ok -eq 0 ]; then
+  if [ $impl = c ]; then
     # The registration rules of C's RDS/IB (soft-RoCE), paired with rds_rs's loopback run in
-    # the suite's rds_rs half (rdma-reg.rs.tap): only the server writes this file.
+    # the suite's rds_rs half (rdma-reg.rs.tap).
     run_prog harness.tap rdma_reg_c "$TESTS" rdma-reg "$ME" ib > "$OUT/rdma-reg.c.tap"
-    echo ready > "$OUT/ready"
-    for _ in $(seq 1800); do [ -e "$PEER_OUT/client-ready" ] && break; sleep 0.5; done
-    [ -e "$PEER_OUT/client-ready" ] || tap harness.tap not peer_ready none "client never came"
-    run_prog harness.tap pingpong "$TESTS" pingpong server "$ME" "$PORT" "$COUNT" \
-      > "$OUT/pingpong-c-$SOFT.tap"
-  else
-    echo ready > "$OUT/client-ready"
-    for _ in $(seq 1800); do [ -e "$PEER_OUT/ready" ] && break; sleep 0.5; done
-    [ -e "$PEER_OUT/ready" ] || tap harness.tap not peer_ready none "server never became ready"
-    run_prog harness.tap pingpong "$TESTS" pingpong client "$ME" "$PEER" "$PORT" "$COUNT" \
-      > "$OUT/pingpong-c-$SOFT.tap"
   fi
-  unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
+  # Side a's IPv4 server has b's clients of rounds 1 and 3, its IPv6 one b's of round 4;
+  # b's IPv4 server a's of round 3, its IPv6 one a's of rounds 2 and 4.
+  if [ $impl = c ]; then n4=2 n6=1; else n4=1 n6=2; fi
+  "$TESTS" ib-echo "$ME" 4000 4 1200 $n4 > "$OUT/ib-echo-pair-v4.out" 2>&1 & echo4=$!
+  "$TESTS" ib-echo "$ME6" 4000 4 1200 $n6 > "$OUT/ib-echo-pair-v6.out" 2>&1 & echo6=$!
+  for _ in $(seq 100); do
+    grep -q 'echo bound' "$OUT/ib-echo-pair-v4.out" && grep -q 'echo bound' "$OUT/ib-echo-pair-v6.out" && break
+    sleep 0.1
+  done
+  # meet N: this side is done with round N; waits (bounded) for the other.
+  met=1
+  meet() {
+    echo done > "$OUT/pair-r$1"
+    [ $met -eq 1 ] || return 1
+    for _ in $(seq 1800); do [ -e "$PEER_OUT/pair-r$1" ] && return 0; sleep 0.5; done
+    tap harness.tap not "pair_meet_r$1" none "the other guest never finished round $1"
+    met=0; return 1
+  }
+  client() { # client FAMILY [TOS]
+    local me=$ME peer=$PEER tag="${impl}_to_${peer_impl}_$1"
+    [ "$1" = v6 ] && me=$ME6 peer=$PEER6
+    [ -n "${2:-}" ] && tag="${tag}_tos$2"
+    run_prog harness.tap "ib_pair_client_$tag" "$TESTS" ib-client "$me" "$peer" 4000 4 "$tag" \
+      ${2:-} >> "$OUT/$f"
+  }
+  if meet 0; then
+    [ $impl = rs ] && client v4
+    meet 1 && { [ $impl = c ] && client v6; meet 2; } \
+      && { client v4 7; meet 3; } && { client v6 7; meet 4; }
+  fi
+  # The other side's clients stop our echo servers when they are done; bounded.
+  for pid in $echo4 $echo6; do
+    for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill "$pid" 2>/dev/null
+    wait "$pid"
+  done
+  for fam in v4 v6; do
+    if grep -q '^# echoed' "$OUT/ib-echo-pair-$fam.out"; then
+      tap $f ok "ib_pair_${impl}_echo_$fam" "$(grep '^# echoed' "$OUT/ib-echo-pair-$fam.out")"
+    else
+      tap $f not "ib_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/ib-echo-pair-$fam.out")"
+    fi
+  done
+  if [ $impl = c ]; then
+    unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
+  else
+    unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs with connections up failed"
+    kunit_expected
+  fi
 else
-  tap harness.tap not load_c failed "insmod of the C RDS modules failed"
+  tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
+  for r in 0 1 2 3 4; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
 rdma link delete "${SOFT}0"
 kmemleak_report

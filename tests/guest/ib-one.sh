@@ -1,0 +1,52 @@
+#!/bin/bash
+# RDS over RDMA with rds_rs at both ends, in one guest: the two ends of a veth pair, a soft
+# RDMA device on each (veth_rdma_up), soft-RoCE (rxe) and then soft-iWARP (siw), IPv4 and
+# IPv6. An echo server on one address, the checking client (rds-tests ib-client) on the other;
+# then rmmod with the connections up, which must tear them down and leave nothing behind.
+#   ib-one.sh OUT KDIR MODULE TESTS-BIN
+# Results in ib-rs-SOFT.tap (rds_rs only: C RDS has no iWARP, and C against rds_rs is the
+# two-guest step, rdma-pair.sh).
+set -u
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4
+. "$(dirname "$0")/common.sh"
+cd "$OUT"
+kmemleak_clear
+
+for soft in rxe siw; do
+  f=ib-rs-$soft.tap
+  if ! veth_rdma_up "$soft"; then
+    tap $f not "ib_${soft}_setup" failed "could not set up $soft on a veth pair"
+    veth_rdma_down "$soft"
+    continue
+  fi
+  tap $f ok "ib_${soft}_setup" "${soft}0,${soft}1"
+  if load_rs; then
+    for fam in v4 v6; do
+      if [ $fam = v4 ]; then srv=192.0.2.1 cli=192.0.2.2; else srv=fd00::1 cli=fd00::2; fi
+      log=$OUT/ib-echo-$soft-$fam.out
+      "$TESTS" ib-echo "$srv" 4000 4 600 > "$log" 2>&1 & echo_pid=$!
+      for _ in $(seq 100); do grep -q 'echo bound' "$log" && break; sleep 0.1; done
+      run_prog harness.tap "ib_client_${soft}_$fam" "$TESTS" ib-client "$cli" "$srv" 4000 4 \
+        "rs_${soft}_$fam" >> "$OUT/$f"
+      # The client's last message stops the echo server; one that did not get it is ended.
+      for _ in $(seq 300); do kill -0 "$echo_pid" 2>/dev/null || break; sleep 0.1; done
+      kill "$echo_pid" 2>/dev/null
+      wait "$echo_pid"; rc=$?
+      if [ $rc -eq 0 ] && grep -q '^# echoed' "$log"; then
+        tap $f ok "ib_${soft}_${fam}_echo_exit" "$(grep '^# echoed' "$log")"
+      else
+        tap $f not "ib_${soft}_${fam}_echo_exit" "rc=$rc" "$(tail -3 "$log")"
+      fi
+    done
+    # The connections stay up after their sockets are gone; unloading must take them down.
+    if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
+    else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi
+  else
+    tap $f not "ib_${soft}_load_rs" failed "insmod rds_rs.ko failed"
+  fi
+  veth_rdma_down "$soft" || tap $f not "ib_${soft}_teardown" failed "veth pair still there"
+done
+
+kunit_expected
+kmemleak_report
+collect_dmesg
