@@ -8,6 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang libclang-dev lld llvm
   flex bison bc libelf-dev libssl-dev pahole kmod cpio
   qemu-system-x86 iproute2 rdma-core ibverbs-utils rdmacm-utils perftest
+  ibverbs-providers libibverbs-dev librdmacm-dev   # rxe/siw providers; badpeer's verbs headers
   python3-pip python3-venv busybox-static rsync
   python3-matplotlib)   # the chart of `make bench`
 
