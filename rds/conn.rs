@@ -157,6 +157,9 @@ pub(crate) struct Conn {
     in_xmit: AtomicBool,
     /// Bumped by every drain (C: `cp_send_gen`).
     send_gen: AtomicU64,
+    /// A drain found `in_xmit` taken: the holder drains once more after it lets go, whatever
+    /// stopped it (a transport's kick that finds the drain busy must not be lost).
+    xmit_again: AtomicBool,
     /// Set once the connection is removed from its table (reaped, namespace gone, unload).
     destroyed: AtomicBool,
     /// A reconnect is scheduled (C: `RDS_RECONNECT_PENDING`).
@@ -309,6 +312,7 @@ impl Conn {
                 state: AtomicU8::new(ConnState::Down as u8),
                 in_xmit: AtomicBool::new(false),
                 send_gen: AtomicU64::new(0),
+                xmit_again: AtomicBool::new(false),
                 destroyed: AtomicBool::new(false),
                 reconnect_pending: AtomicBool::new(false),
                 map_queued: AtomicBool::new(false),
@@ -725,8 +729,13 @@ impl Conn {
             // `SeqCst`: a sender's `queued` increment comes before this in the single total
             // order, or this drain's release of `in_xmit` does and the sender drains itself.
             if self.in_xmit.swap(true, Ordering::SeqCst) {
-                stats::inc(Stat::SendLockContention);
-                return Drain::Busy;
+                // Leave word for the holder; if it let go before seeing it, try again.
+                self.xmit_again.store(true, Ordering::SeqCst);
+                if self.in_xmit.load(Ordering::SeqCst) {
+                    stats::inc(Stat::SendLockContention);
+                    return Drain::Busy;
+                }
+                continue;
             }
             if self.is_destroyed() || self.state() != ConnState::Up {
                 self.in_xmit.store(false, Ordering::Release);
@@ -762,6 +771,13 @@ impl Conn {
             };
             self.tconn.xmit_complete(self, ctx);
             self.in_xmit.store(false, Ordering::SeqCst);
+            // A kick that came while this drain held `in_xmit` (room or credits the transport
+            // found after this drain was told there were none): drain again.
+            if self.xmit_again.swap(false, Ordering::SeqCst)
+                && matches!(end, Drain::Full | Drain::Empty | Drain::Held)
+            {
+                continue;
+            }
             if end != Drain::Empty {
                 return end;
             }
