@@ -7,7 +7,14 @@
 #   2. a alone, IPv6: C connects to rds_rs (rds_rs passive);
 #   3. both at once, IPv4, a new connection (TOS 7): both ends connect at the same time (C's
 #      simultaneous-connect rules against ours);
-#   4. the same over IPv6.
+#   4. the same over IPv6;
+# then, with the echo servers done, the peer's module reloaded mid-stream:
+#   5. rds_rs streams to C (ib-source, paced); C's receiver takes the first 200 messages (in
+#      order), exits, and C's modules are unloaded and loaded again; a new receiver takes
+#      the rest: from some message on, every one exactly once and in order up to the last
+#      (what arrived while no socket was bound is dropped, as RDS drops messages for a port
+#      nobody holds; the check prints how many);
+#   6. the same with the roles swapped: C streams to rds_rs, rds_rs is reloaded.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT
 # The guests reach this step at different times (each first runs its half of the suite) and
@@ -86,6 +93,44 @@ if [ $loaded_ok -eq 0 ]; then
       tap $f not "ib_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/ib-echo-pair-$fam.out")"
     fi
   done
+  # reload_round N: round 5 (C reloaded) or 6 (rds_rs reloaded).
+  reload_round() {
+    local n=$1 victim tag log=$OUT/reload-r$1 rc1 rc2 src first got lost why=
+    if [ "$n" = 5 ]; then victim=c; else victim=rs; fi
+    tag=ib_pair_reload_${victim}
+    if [ $impl = "$victim" ]; then
+      "$TESTS" ib-sink "$ME" 4300 200 "$log.p1" 300 > "$log.sink1" 2>&1 & local s1=$!
+      for _ in $(seq 100); do grep -q 'sink bound' "$log.sink1" && break; sleep 0.1; done
+      meet "${n}a" || { kill $s1; wait $s1; return; }
+      wait $s1; rc1=$?
+      if [ $impl = c ]; then unload_c && load_c; else unload_rs && load_rs; fi         || why="the module did not reload"
+      "$TESTS" ib-sink "$ME" 4300 600 "$log.p2" 300 resume > "$log.sink2" 2>&1; rc2=$?
+      touch "$log.p2.done"   # the sender may close now, whatever the outcome
+      first=$(sed -n 's/^# received [0-9]* from \([0-9]*\) .*/\1/p' "$log.sink2")
+      got=$(sed -n 's/^# received \([0-9]*\) .*/\1/p' "$log.sink2")
+      [ $rc1 -eq 0 ] || why="${why:+$why; }first receiver: $(tail -1 "$log.sink1")"
+      [ $rc2 -eq 0 ] || why="${why:+$why; }second receiver: $(tail -1 "$log.sink2")"
+      if [ -n "$first" ] && [ "$first" -lt 200 ]; then
+        lost="$((200 - first)) of the first receiver's again (never acknowledged before the unload)"
+      else
+        lost="$(( ${first:-200} - 200 )) dropped while no receiver was bound"
+      fi
+      if [ -z "$why" ]; then
+        tap $f ok "$tag" "200 before the reload in order; after it ${got} in order from ${first}; ${lost}"
+      else
+        tap $f not "$tag" "rc=$rc1,$rc2" "$why"
+      fi
+    else
+      meet "${n}a" || return
+      "$TESTS" ib-source "$ME" "$PEER" 4300 600 "$log.sent" 400 60 "$PEER_OUT/reload-r$n.p2.done" \
+        > "$log.source" 2>&1; src=$?
+      if [ $src -eq 0 ]; then tap $f ok "${tag}_sender" "$(tail -1 "$log.source")"
+      else tap $f not "${tag}_sender" "rc=$src" "$(tail -2 "$log.source")"; fi
+    fi
+  }
+  if [ $met -eq 1 ]; then
+    reload_round 5; meet 5 && reload_round 6; meet 6
+  fi
   if [ $impl = c ]; then
     unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
   else
@@ -94,7 +139,7 @@ if [ $loaded_ok -eq 0 ]; then
   fi
 else
   tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
-  for r in 0 1 2 3 4; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
+  for r in 0 1 2 3 4 5a 5 6a 6; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
 rdma link delete "${SOFT}0"
 kmemleak_report

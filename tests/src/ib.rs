@@ -23,6 +23,7 @@ use crate::Report;
 use librds::{RdsSocket, Transport, SIOCRDSSETTOS};
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The largest message (`RDS_MAX_MSG_SIZE`).
@@ -373,15 +374,21 @@ fn progress(path: &str, n: u64) {
     }
 }
 
-/// `rds-tests ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS`: receives the stream of
-/// `ib-source` and checks that message `i` (its first 8 bytes) is the `i`th to arrive, with
-/// its content intact: every message exactly once and in order, whatever the connection went
-/// through. Writes the count received to PROGRESS-FILE as it goes; prints `# received N` and
-/// exits 0 when all COUNT came, an error otherwise (the first message out of order, a
-/// changed payload, or SECONDS passed).
+/// `rds-tests ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS [resume]`: receives the stream
+/// of `ib-source` and checks that message `i` (its first 8 bytes) is the `i`th to arrive,
+/// with its content intact: every message exactly once and in order, whatever the connection
+/// went through. Writes the count received to PROGRESS-FILE as it goes; prints `# received N`
+/// and exits 0 when all COUNT came (messages 0 to COUNT - 1), an error otherwise (the first
+/// message out of order, a changed payload, or SECONDS passed). With `resume`, a socket bound
+/// after the stream began (the peer's module was reloaded: what arrived while no socket was
+/// bound is gone, as RDS drops messages for a port nobody holds): the first message may be
+/// any, and from it on every one exactly once and in order up to COUNT - 1; it prints
+/// `# received N from I`.
 pub(crate) fn sink(args: &[&str]) -> Result<(), String> {
-    let [addr, port, count, prog, secs] = args else {
-        return Err("usage: ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS".into());
+    let (addr, port, count, prog, secs, resume) = match args {
+        [a, p, c, g, s] => (a, p, c, g, s, false),
+        [a, p, c, g, s, "resume"] => (a, p, c, g, s, true),
+        _ => return Err("usage: ib-sink ADDR PORT COUNT PROGRESS-FILE SECONDS [resume]".into()),
     };
     let at = SocketAddr::new(parse(addr, "address")?, parse(port, "port")?);
     let count: u64 = parse(count, "count")?;
@@ -393,6 +400,8 @@ pub(crate) fn sink(args: &[&str]) -> Result<(), String> {
     let start = Instant::now();
     let mut buf = vec![0u8; MAX + 1];
     let mut next = 0u64;
+    let mut first = None;
+    let mut got_n = 0u64;
     progress(prog, 0);
     while next < count {
         let left = bound.saturating_sub(start.elapsed());
@@ -409,6 +418,13 @@ pub(crate) fn sink(args: &[&str]) -> Result<(), String> {
         let mut idx = [0u8; 8];
         idx.copy_from_slice(&got[..8]);
         let i = u64::from_be_bytes(idx);
+        if resume && first.is_none() {
+            if i >= count {
+                return Err(format!("the first message is {i}, past the last ({count})"));
+            }
+            first = Some(i);
+            next = i;
+        }
         if i != next {
             return Err(format!(
                 "message {i} arrived where {next} was due ({})",
@@ -423,22 +439,37 @@ pub(crate) fn sink(args: &[&str]) -> Result<(), String> {
             return Err(format!("message {i} changed ({} B)", got.len()));
         }
         next += 1;
-        if next.is_multiple_of(16) || next == count {
-            progress(prog, next);
+        got_n += 1;
+        if got_n.is_multiple_of(16) || next == count {
+            progress(prog, got_n);
         }
     }
-    println!("# received {next} in order in {:?}", start.elapsed());
+    // The sender may close its socket now (closing drops what it has not had acknowledged).
+    let _ = std::fs::write(format!("{prog}.done"), b"done\n");
+    match first {
+        Some(f) => println!(
+            "# received {got_n} from {f} in order in {:?}",
+            start.elapsed()
+        ),
+        None => println!("# received {got_n} in order in {:?}", start.elapsed()),
+    }
     Ok(())
 }
 
-/// `rds-tests ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS`: sends COUNT messages
-/// (message `i` starts with `i`, big-endian, and has [`stream_len`] bytes) to PEER:PORT,
-/// each send waiting for room as long as it takes (within SECONDS): a connection that is down
-/// holds the messages, and the sender waits. Writes the count sent to PROGRESS-FILE.
+/// `rds-tests ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS PACE-MS DONE-FILE`:
+/// sends COUNT messages (message `i` starts with `i`, big-endian, and has [`stream_len`]
+/// bytes) to PEER:PORT, each send waiting for room as long as it takes (within SECONDS): a
+/// connection that is down holds the messages, and the sender waits. PACE-MS is a pause
+/// after each message (0: none). Writes the count sent to PROGRESS-FILE. Then keeps its
+/// socket open until DONE-FILE exists (the sink's, written when it has everything): closing
+/// an RDS socket drops its messages not yet acknowledged, as in C.
 pub(crate) fn source(args: &[&str]) -> Result<(), String> {
-    let [local, peer, port, count, prog, secs] = args else {
-        return Err("usage: ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS".into());
+    let [local, peer, port, count, prog, secs, pace, done] = args else {
+        return Err(
+            "usage: ib-source LOCAL PEER PORT COUNT PROGRESS-FILE SECONDS PACE-MS DONE-FILE".into(),
+        );
     };
+    let pace = Duration::from_millis(parse(pace, "pace")?);
     let port: u16 = parse(port, "port")?;
     let from = SocketAddr::new(parse(local, "address")?, 0);
     let to = SocketAddr::new(parse(peer, "address")?, port);
@@ -469,10 +500,19 @@ pub(crate) fn source(args: &[&str]) -> Result<(), String> {
         if (i + 1).is_multiple_of(16) || i + 1 == count {
             progress(prog, i + 1);
         }
+        if !pace.is_zero() {
+            std::thread::sleep(pace);
+        }
     }
-    println!(
-        "# sent {count} in {:?} ({waits} sends waited past the send timeout)",
-        start.elapsed()
-    );
+    let sent = start.elapsed();
+    while !Path::new(done).exists() {
+        if start.elapsed() >= bound {
+            return Err(format!(
+                "sent {count} in {sent:?}; the receiver did not finish within {bound:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!("# sent {count} in {sent:?} ({waits} sends waited past the send timeout)");
     Ok(())
 }
