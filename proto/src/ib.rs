@@ -358,11 +358,13 @@ impl Reassembly {
             return Err(FragError::Checksum);
         }
         let h = Header::from_bytes(hdr);
+        // An ack-only frame may come between two fragments of a message (the sender's acks
+        // do not wait for its messages; C takes them anywhere too).
+        if h.sport == 0 && h.dport == 0 && data == 0 {
+            return Ok(FragOutcome::Ack(h));
+        }
         let first = match self.first {
             None => {
-                if h.sport == 0 && h.dport == 0 && data == 0 {
-                    return Ok(FragOutcome::Ack(h));
-                }
                 if h.len > MAX_FRAME_LEN {
                     return Err(FragError::MessageTooLong);
                 }

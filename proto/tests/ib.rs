@@ -245,6 +245,26 @@ fn multi_fragment_message() {
         }
         other => panic!("{other:?}"),
     }
+    // An ack-only frame between two fragments of a message is an ack, and the message goes
+    // on (the peer's acks do not wait for its messages; C takes them anywhere). Treating it
+    // as a mismatched fragment dropped connections whose send ring filled mid-message.
+    assert!(matches!(
+        r.fragment(&hdr(6, 1, len, 3, 4, 0), HEADER_LEN + 4096),
+        Ok(FragOutcome::More(_))
+    ));
+    assert!(matches!(
+        r.fragment(&hdr(0, 9, 0, 0, 0, 0), HEADER_LEN),
+        Ok(FragOutcome::Ack(h)) if h.ack == 9
+    ));
+    assert!(r.in_progress());
+    assert!(matches!(
+        r.fragment(&hdr(6, 1, len, 3, 4, 0), HEADER_LEN + 4096),
+        Ok(FragOutcome::More(_))
+    ));
+    assert!(matches!(
+        r.fragment(&hdr(6, 1, len, 3, 4, 0), HEADER_LEN + 10),
+        Ok(FragOutcome::Complete { frags: 3, .. })
+    ));
     // A congestion map: 8192 bytes, two fragments, ports 0.
     let m = hdr(0, 0, 8192, 0, 0, FLAG_CONG_BITMAP);
     assert!(matches!(
