@@ -202,6 +202,25 @@ impl IbClient for Client {
     }
 }
 
+/// An address for messages: dotted quad for IPv4 (mapped), otherwise 8 groups of hex.
+struct AddrFmt(Addr);
+
+impl core::fmt::Display for AddrFmt {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let b = &self.0 .0;
+        if let Some(v4) = self.0.v4() {
+            return write!(f, "{}.{}.{}.{}", v4[0], v4[1], v4[2], v4[3]);
+        }
+        for (i, pair) in b.chunks(2).enumerate() {
+            let sep = if i == 0 { "" } else { ":" };
+            let hi = pair.first().copied().unwrap_or(0);
+            let lo = pair.get(1).copied().unwrap_or(0);
+            write!(f, "{sep}{:x}", u16::from_be_bytes([hi, lo]))?;
+        }
+        Ok(())
+    }
+}
+
 /// A device name for messages.
 struct DevName([u8; 32]);
 
@@ -581,6 +600,18 @@ impl CmHandler for Path {
     }
 }
 
+/// A work request completed in error: the connection drops (its QP is unusable). A flushed
+/// request is the echo of an error already handled, or of a teardown, unless the connection
+/// is still up: then the QP went to the error state without telling us first (rxe does when
+/// a packet cannot leave the host, e.g. while the link is down), and nothing but a reconnect
+/// brings back its receives and credits (C: any failed completion while the connection is up).
+fn wc_failed(conn: &Arc<Conn>, status: i32, stat: Stat) {
+    if status != WC_FLUSH_ERR || conn.state() == ConnState::Up {
+        stats::inc(stat);
+        conn.drop_connection();
+    }
+}
+
 impl WcHandler for Path {
     fn done(&self, tag: u32, wc: Wc) {
         // After a teardown took the resources, the flushed requests have nothing left to give
@@ -596,9 +627,8 @@ impl WcHandler for Path {
                 if wc.status == WC_SUCCESS {
                     // Another ack may have been asked for while this one was out.
                     q.attempt_ack(&self.conn);
-                } else if wc.status != WC_FLUSH_ERR {
-                    stats::inc(Stat::IbAckSendFailure);
-                    self.conn.drop_connection();
+                } else {
+                    wc_failed(&self.conn, wc.status, Stat::IbAckSendFailure);
                 }
             }
             _ => {}
@@ -769,6 +799,12 @@ struct Qpr {
     /// iWARP's responder must not send before the initiator's first frame arrives (MPA):
     /// the passive side holds its sends until its first receive, which kicks the connection.
     hold: AtomicBool,
+    /// The receive side gave up on this QP (a bad frame, a failed receive): the frames still
+    /// in its ring are discarded, not delivered. A frame after one that was thrown away
+    /// would otherwise be delivered, and the one thrown away, when the sender sends it again
+    /// after the reconnect (as a retransmission, with a sequence number below what was
+    /// delivered), dropped as a duplicate: lost.
+    rx_dead: AtomicBool,
     /// Counts the path on its device.
     _token: PathToken,
 }
@@ -841,6 +877,7 @@ impl Qpr {
                 update_at: CREDIT_UPDATE_AT.min(spec.nrecv / 2).max(1),
                 ack_busy: AtomicBool::new(false),
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
+                rx_dead: AtomicBool::new(false),
                 _token: token,
             }),
             GFP_KERNEL,
@@ -987,10 +1024,7 @@ impl Qpr {
         drop(keeper);
         self.ring.lock().free(1);
         if wc.status != WC_SUCCESS {
-            if wc.status != WC_FLUSH_ERR {
-                stats::inc(Stat::RsIbSendError);
-                conn.drop_connection();
-            }
+            wc_failed(conn, wc.status, Stat::RsIbSendError);
             return;
         }
         if self.waiting.swap(false, Ordering::AcqRel) {
@@ -1002,14 +1036,17 @@ impl Qpr {
         let buf = self.qp.complete_recv(slot);
         if wc.status != WC_SUCCESS {
             drop(buf);
-            if wc.status != WC_FLUSH_ERR {
-                stats::inc(Stat::RsIbRecvError);
-                conn.drop_connection();
-            }
+            self.rx_dead.store(true, Ordering::Release);
+            wc_failed(conn, wc.status, Stat::RsIbRecvError);
+            return;
+        }
+        if self.rx_dead.load(Ordering::Acquire) {
+            // Receives complete one at a time, so nothing of this QP is delivered after the
+            // frame that killed it.
             return;
         }
         let Some((hdr, page)) = buf else {
-            conn.drop_connection();
+            self.rx_failed(conn);
             return;
         };
         if self.hold.swap(false, Ordering::AcqRel) {
@@ -1027,7 +1064,16 @@ impl Qpr {
                     _ => Stat::RsRecvDropBadHeader,
                 });
                 stats::inc(Stat::RsIbBadFragment);
-                conn.drop_connection();
+                // As C's `rds_ib_conn_error`: a line per dropped connection.
+                pr_warn!(
+                    "RDS/IB: bad fragment ({:?}, {} bytes, seq {}, len {}) from {}: reconnecting\n",
+                    e,
+                    wc.byte_len,
+                    Header::from_bytes(&hdr).sequence,
+                    Header::from_bytes(&hdr).len,
+                    AddrFmt(conn.key.faddr)
+                );
+                self.rx_failed(conn);
                 return;
             }
             Ok(FragOutcome::Ack(h)) => {
@@ -1040,7 +1086,7 @@ impl Qpr {
                 self.credits_received(conn, h.credit);
                 conn.ack_received(h.ack);
                 if self.rx.lock().frags.push(page, GFP_KERNEL).is_err() {
-                    conn.drop_connection();
+                    self.rx_failed(conn);
                     return;
                 }
             }
@@ -1049,7 +1095,7 @@ impl Qpr {
                 conn.ack_received(this.ack);
                 let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
                 if pages.push(page, GFP_KERNEL).is_err() {
-                    conn.drop_connection();
+                    self.rx_failed(conn);
                     return;
                 }
                 let len = Header::from_bytes(&first).len as usize;
@@ -1069,12 +1115,12 @@ impl Qpr {
                         .is_err()
                         {
                             stats::inc(Stat::RsIbBadFragment);
-                            conn.drop_connection();
+                            self.rx_failed(conn);
                             return;
                         }
                     }
                     Err(_) => {
-                        conn.drop_connection();
+                        self.rx_failed(conn);
                         return;
                     }
                 }
@@ -1082,11 +1128,28 @@ impl Qpr {
         }
         // The slot takes a new buffer, which the peer is told about.
         if self.qp.post_recv(slot, GFP_KERNEL).is_err() {
-            conn.drop_connection();
+            self.rx_failed(conn);
             return;
         }
         self.credits.add_posted(1);
         self.attempt_ack(conn);
+        // A sender held back by its last credit (kept for a credit update while there was
+        // nothing to tell) may use it now: it carries this receive's credit. Without this
+        // kick both ends can wait for each other's update, each with fewer untold receives
+        // than an ack-only update waits for (C retries a throttled send every jiffy).
+        if self.flow_controlled()
+            && self.credits.send() > 0
+            && self.waiting.swap(false, Ordering::SeqCst)
+        {
+            conn.kick();
+        }
+    }
+
+    /// The receive side gives up on this QP: nothing more of it is delivered, and the
+    /// connection drops (and reconnects).
+    fn rx_failed(&self, conn: &Arc<Conn>) {
+        self.rx_dead.store(true, Ordering::Release);
+        conn.drop_connection();
     }
 
     /// A header granted `n` send credits (C counts them whatever the flow control).
