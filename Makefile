@@ -29,7 +29,7 @@ module: setup
 
 fmt:
 	cargo fmt --all
-	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs bindings/*.rs
+	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs rds_ib/*.rs bindings/*.rs
 
 clean:
 	rm -rf target

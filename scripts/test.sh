@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: every test of rds-rs, ending with one line "N passed, N failed".
 #   1. set-up (idempotent), 2. host: lints and cargo tests, 3. the debug kernel and rds_rs.ko,
-#   4. guests: the one-guest suite (KUnit, C-vs-Rust socket tests, load exclusion, leaks) and
-#      the two-guest RDS/IB ping-pong over the in-tree C rds_rdma on soft-RoCE.
+#   4. guests: the one-guest suite (KUnit, C-vs-Rust socket tests, load exclusion, leaks),
+#      rds_rs against rds_rs over soft-RoCE and soft-iWARP in one guest, and rds_rs against the
+#      in-tree C rds_rdma over soft-RoCE between the two guests.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -28,7 +29,7 @@ bash "$here/setup.sh" || { count setup 1; finish; }
 step "host: formatting and lints"
 cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
 # The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
-rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
+rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
 count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
 cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
 count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
@@ -48,34 +49,45 @@ kdir=$(bash "$here/kernel.sh" debug) || { count kernel_build 1; finish; }
 bash "$here/module.sh" "$kdir" > /dev/null; count module_build $?
 module=$(bash "$here/module.sh" "$kdir" test) || { count module_build_test 1; finish; }
 count module_build_test 0
-cargo build --release --quiet -p rds-tests || { count test_programs_build 1; finish; }
+cargo build --release --quiet -p rds-tests -p rds-tools || { count test_programs_build 1; finish; }
 tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests
 [ -x "$tests_bin" ] || { count test_programs_present 1; finish; }
+# The misbehaving RDS/IB peer of ib-bad.sh (C against rdma-core; at target/badpeer).
+bash "$here/build-badpeer.sh" > /dev/null || { count badpeer_build 1; finish; }
+count badpeer_build 0
 
 # Two guests joined by a QEMU socket link, one vCPU each (the host has two cores):
 #  a: the C reference half of the suite (C rds.ko + rds_tcp.ko run the test programs), then
-#     the in-tree C rds_rdma as the passive (server) side of an RDS/IB ping-pong on soft-RoCE.
-#  b: the rds_rs half of the suite (KUnit, the same test programs, load exclusion), then the
-#     C rds_rdma client side of the ping-pong. Never two RDS implementations at once.
+#     the in-tree C rds_rdma on soft-RoCE against guest b (rdma-pair.sh a).
+#  b: the rds_rs half of the suite (KUnit, the same test programs, load exclusion), then
+#     rds_rs against itself over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
+#     (ib-one.sh), faults under two streams (ib-faults.sh: the link down and up, the RDMA
+#     device deleted and re-added), a misbehaving raw-verbs peer (ib-bad.sh), then rds_rs
+#     on soft-RoCE against guest a's C (rdma-pair.sh b): each side's
+#     checking client against the other's echo servers, IPv4 and IPv6, at the same time.
+#  Never two RDS implementations at once in a guest.
 # The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
 # RDS/IB accept in 6.12 (Documentation/c-rds-findings.md). Guest a runs nothing but the C
 # modules; KASAN, kmemleak and the other detectors stay on. Guest b, where rds_rs runs, keeps
 # lockdep on.
 # The bound: boot (up to ~100 s under TCG on a busy host), the suites (~150 s per half, the
-# RDMA ones included), the 100,000-message load test (110-200 s per half), the ping-pong and the
-# registration checks over soft-RoCE, kmemleak scans: ~500 s on these machines; the bound leaves
-# room for a slower host without letting a hang run on.
-step "guests: suite (C RDS and rds_rs) + two-guest RDS/IB ping-pong, debug kernel"
+# RDMA ones included), the 100,000-message load test (110-200 s per half), rds_rs over RDMA in
+# one guest, C against rds_rs between the guests, the registration checks over soft-RoCE,
+# kmemleak scans; the bound leaves room for a slower host without letting a hang run on.
+step "guests: suite (C RDS and rds_rs), rds_rs over RDMA, C RDS/IB against rds_rs, debug kernel"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
 mkdir -p "$res/a" "$res/b"
 q() { printf '%q ' "$@"; }
 guest_a="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/a" "$kdir" "$module" "$tests_bin" c);
- CHAINED=after $(q "$pair" server "$res/a" "$kdir" "$tests_bin" 192.0.2.1 192.0.2.2 4000 20 rxe "$res/b")"
+ CHAINED=after $(q "$pair" a "$res/a" "$kdir" "$module" "$tests_bin" 192.0.2.1 192.0.2.2 fd01::1 fd01::2 rxe "$res/b")"
 guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin" rs);
- CHAINED=after $(q "$pair" client "$res/b" "$kdir" "$tests_bin" 192.0.2.2 192.0.2.1 4000 20 rxe "$res/a")"
-python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 1200 --port "$port" \
+ CHAINED=middle $(q "$top/tests/guest/ib-one.sh" "$res/b" "$kdir" "$module" "$tests_bin");
+ CHAINED=middle $(q "$top/tests/guest/ib-faults.sh" "$res/b" "$kdir" "$module" "$tests_bin");
+ CHAINED=middle $(q "$top/tests/guest/ib-bad.sh" "$res/b" "$kdir" "$module" "$tests_bin");
+ CHAINED=after $(q "$pair" b "$res/b" "$kdir" "$module" "$tests_bin" 192.0.2.2 192.0.2.1 fd01::2 fd01::1 rxe "$res/a")"
+python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 2400 --port "$port" \
   --append-a lockdep.prove_locking=0 --a "$guest_a" --b "$guest_b" || count harness_two $?
 
 step "judging guest results"
@@ -195,8 +207,53 @@ done
 for name in rmmod_with_open_sockets sockets_work_after_refused_unload; do
   expect+=(--expect "$res/a/unload.c.tap:$name" --expect "$res/b/unload.rs.tap:$name")
 done
-expect+=(--expect "$res/a/pingpong-c-rxe.tap:pingpong_server"
-         --expect "$res/b/pingpong-c-rxe.tap:pingpong_client")
+# RDS over RDMA: rds_rs against itself in guest b (soft-RoCE, soft-iWARP; IPv4, IPv6), and C
+# against rds_rs across the guests, each side's client.
+ib_checks="connect pingpong_20 sizes_0_to_1m many_sockets_ports stream_300x8k tos_3_own_connection
+  ping_port_0 info_tables"
+for soft in rxe siw; do
+  for fam in v4 v6; do
+    for check in $ib_checks; do
+      expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_rs_${soft}_${fam}_$check")
+    done
+    expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_${fam}_echo_exit")
+  done
+  expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
+done
+# Faults mid-stream (ib-faults.sh) and the bad peer (ib-bad.sh; the scenario list is the
+# script's).
+for check in setup link_down_up rdma_link_readd stream_ab_exactly_once_in_order \
+    stream_ba_exactly_once_in_order; do
+  expect+=(--expect "$res/b/ib-faults-rs.tap:ib_fault_rxe_$check")
+done
+for soft in rxe siw; do
+  for sc in setup background_start $(sed -n 's/^  "\([a-z_0-9]*\) .*/\1/p' "$top/tests/guest/ib-bad.sh") \
+      background receiver rmmod; do
+    expect+=(--expect "$res/b/ib-bad-rs.tap:ib_bad_${soft}_$sc")
+  done
+done
+# The rounds of rdma-pair.sh: rds_rs active (IPv4), C active (IPv6), both at once (TOS 7).
+for run in b:rs_to_c_v4 a:c_to_rs_v6 a:c_to_rs_v4_tos7 b:rs_to_c_v4_tos7 a:c_to_rs_v6_tos7 \
+    b:rs_to_c_v6_tos7; do
+  g=${run%%:*} tag=${run#*:}; impl=${tag%%_*}
+  for check in $ib_checks; do
+    expect+=(--expect "$res/$g/ib-pair-$impl.tap:ib_${tag}_$check")
+  done
+done
+# The project's rds-ping and rds-info -I on each side, then rounds 5 and 6: the peer's module
+# reloaded mid-stream (C, then rds_rs).
+for g in a:c b:rs; do
+  for check in rds_ping rds_info_I; do
+    expect+=(--expect "$res/${g%%:*}/ib-pair-${g#*:}.tap:ib_pair_${g#*:}_$check")
+  done
+done
+expect+=(--expect "$res/a/ib-pair-c.tap:ib_pair_reload_c" --expect "$res/b/ib-pair-rs.tap:ib_pair_reload_c_sender"
+         --expect "$res/b/ib-pair-rs.tap:ib_pair_reload_rs" --expect "$res/a/ib-pair-c.tap:ib_pair_reload_rs_sender")
+for g in a:c b:rs; do
+  for fam in v4 v6; do
+    expect+=(--expect "$res/${g%%:*}/ib-pair-${g#*:}.tap:ib_pair_${g#*:}_echo_$fam")
+  done
+done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
   "$res/a" "$res/b"
 if read -r gp gf < "$res/guest-counts"; then

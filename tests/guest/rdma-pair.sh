@@ -8,7 +8,8 @@
 #   3. both at once, IPv4, a new connection (TOS 7): both ends connect at the same time (C's
 #      simultaneous-connect rules against ours);
 #   4. the same over IPv6;
-# then, with the echo servers done, the peer's module reloaded mid-stream:
+# then the project's rds-ping and rds-info -I against the other side, and, with the echo
+# servers done, the peer's module reloaded mid-stream:
 #   5. rds_rs streams to C (ib-source, paced); C's receiver takes the first 200 messages (in
 #      order), exits, and C's modules are unloaded and loaded again; a new receiver takes
 #      the rest: from some message on, every one exactly once and in order up to the last
@@ -64,7 +65,7 @@ if [ $loaded_ok -eq 0 ]; then
   meet() {
     echo done > "$OUT/pair-r$1"
     [ $met -eq 1 ] || return 1
-    for _ in $(seq 1800); do [ -e "$PEER_OUT/pair-r$1" ] && return 0; sleep 0.5; done
+    for _ in $(seq 3600); do [ -e "$PEER_OUT/pair-r$1" ] && return 0; sleep 0.5; done
     tap harness.tap not "pair_meet_r$1" none "the other guest never finished round $1"
     met=0; return 1
   }
@@ -93,6 +94,19 @@ if [ $loaded_ok -eq 0 ]; then
       tap $f not "ib_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/ib-echo-pair-$fam.out")"
     fi
   done
+  # The project's rds-ping and rds-info -I against the other side over the IPv4 connection
+  # the rounds left up (either end may be C or rds_rs): three pings answered, and the IB
+  # connection listed with both addresses.
+  bin=$(dirname "$TESTS")
+  out=$("$bin/rds-ping" -c 3 -i 0.3 -I "$ME" "$PEER" 2>&1); n=$(grep -c ' usec$' <<< "$out")
+  if [ "$n" -eq 3 ]; then tap $f ok "ib_pair_${impl}_rds_ping" "3 replies"
+  else tap $f not "ib_pair_${impl}_rds_ping" "$n replies" "$out"; fi
+  out=$("$bin/rds-info" -I 2>&1)
+  if grep -Eq "^ *$ME +$PEER +0 " <<< "$out"; then
+    tap $f ok "ib_pair_${impl}_rds_info_I" "$ME -> $PEER listed"
+  else
+    tap $f not "ib_pair_${impl}_rds_info_I" none "$out"
+  fi
   # reload_round N: round 5 (C reloaded) or 6 (rds_rs reloaded).
   reload_round() {
     local n=$1 victim tag log=$OUT/reload-r$1 rc1 rc2 src first got lost why=

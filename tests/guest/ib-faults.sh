@@ -1,0 +1,137 @@
+#!/bin/bash
+# Faults under RDS over RDMA, rds_rs at both ends, in one guest (the veth pair of
+# veth_rdma_up with an rxe device on each end). Two numbered streams run at once, one each
+# way between 192.0.2.1 and 192.0.2.2 (rds-tests ib-source / ib-sink: every message checked
+# exactly once, in order and intact), and mid-stream:
+#   1. the RDMA device goes away and comes back (rdma link delete rxe1, then add);
+#   2. the link goes down (veth1 down for a few seconds, then up again: its IPv4 routes and
+#      neighbours are put back, as a network manager would).
+# Each fault is a check that prints how many messages of each stream had arrived before it
+# and after recovery, and how many connection resets it cost (conn_reset); the streams'
+# own verdicts are checks of their own.
+#   ib-faults.sh OUT KDIR MODULE TESTS-BIN
+# Results in ib-faults-rs.tap (rds_rs only).
+set -u
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4
+. "$(dirname "$0")/common.sh"
+cd "$OUT" || exit 1
+F=ib-faults-rs.tap
+INFO=$(dirname "$TESTS")/rds-info
+COUNT=2000     # messages per stream (8 B to 9 KiB each)
+BOUND=300      # seconds any stream may take
+A=192.0.2.1 B=192.0.2.2
+kmemleak_clear
+
+# got NAME: how many messages the sink NAME received so far.
+got() { local n=0; read -r n 2>/dev/null < "$OUT/faults-$1.progress"; echo "${n:-0}"; }
+# counter NAME: the rds_rs counter NAME (rds-info -c).
+counter() { "$INFO" -c | awk -v n="$1" '$1 == n { print $2 }'; }
+# wait_got NAME N SECONDS: waits until sink NAME has N messages; false if it did not.
+wait_got() {
+  local i
+  for i in $(seq $(($3 * 10))); do [ "$(got "$1")" -ge "$2" ] && return 0; sleep 0.1; done
+  return 1
+}
+# dump_state TAG: what the module and the devices say, for a failure's post-mortem
+# (OUT/faults-state-TAG.txt).
+dump_state() {
+  local f=$OUT/faults-state-$1.txt d
+  { date +%s.%N; "$INFO" -C -I -t -c 2>&1
+    for d in /sys/class/infiniband/*; do
+      echo "== $d"; grep -H . "$d"/ports/1/state "$d"/ports/1/hw_counters/* 2>/dev/null
+    done; } > "$f"
+}
+# veth1_back: veth1's IPv4 route and neighbour again (a link that went down lost them).
+veth1_back() {
+  local m0
+  m0=$(cat /sys/class/net/veth0/address)
+  ip route replace $A/32 dev veth1 && ip neigh replace $A lladdr "$m0" dev veth1 nud permanent
+}
+
+# fault NAME: breaks and repairs one thing, while both streams run; the check says what
+# crossed it.
+fault() {
+  local name=$1 ab0 ba0 ab1 ba1 r0 r1 why=
+  ab0=$(got ab) ba0=$(got ba) r0=$(counter conn_reset)
+  case $name in
+    link_down_up)
+      ip link set veth1 down; sleep 4
+      ip link set veth1 up && veth1_back || why="could not bring veth1 back" ;;
+    rdma_link_readd)
+      rdma link delete rxe1 || why="rdma link delete rxe1 failed"
+      sleep 2
+      rdma link add rxe1 type rxe netdev veth1 || why="rdma link add rxe1 failed" ;;
+  esac
+  # Recovery: both streams move on by at least 50 messages (or finish).
+  wait_got ab $(( ab0 + 50 < COUNT ? ab0 + 50 : COUNT )) 180 \
+    || why="${why:+$why; }stream a->b stuck at $(got ab)"
+  wait_got ba $(( ba0 + 50 < COUNT ? ba0 + 50 : COUNT )) 180 \
+    || why="${why:+$why; }stream b->a stuck at $(got ba)"
+  ab1=$(got ab) ba1=$(got ba) r1=$(counter conn_reset)
+  dump_state "after-$name"
+  local obs="a->b $ab0 before, $ab1 after; b->a $ba0 before, $ba1 after; resets +$((r1 - r0))"
+  echo "# fault $name: $obs" >> "$OUT/faults.log"
+  if [ -z "$why" ]; then tap $F ok "ib_fault_rxe_$name" "$obs"
+  else tap $F not "ib_fault_rxe_$name" "$obs" "$why"; fi
+}
+
+if ! veth_rdma_up rxe; then
+  tap $F not ib_fault_rxe_setup failed "could not set up rxe on a veth pair"
+elif ! load_rs; then
+  tap $F not ib_fault_rxe_setup failed "insmod rds_rs.ko failed"
+else
+  tap $F ok ib_fault_rxe_setup "rxe0,rxe1"
+  rm -f "$OUT"/faults-*.progress* "$OUT"/faults-*-sent
+  "$TESTS" ib-sink $B 4200 $COUNT "$OUT/faults-ab.progress" $BOUND > "$OUT/faults-sink-ab.out" 2>&1 &
+  sink_ab=$!
+  "$TESTS" ib-sink $A 4201 $COUNT "$OUT/faults-ba.progress" $BOUND > "$OUT/faults-sink-ba.out" 2>&1 &
+  sink_ba=$!
+  for _ in $(seq 100); do
+    grep -q 'sink bound' "$OUT/faults-sink-ab.out" && grep -q 'sink bound' "$OUT/faults-sink-ba.out" && break
+    sleep 0.1
+  done
+  "$TESTS" ib-source $A $B 4200 $COUNT "$OUT/faults-ab-sent" $BOUND 0 "$OUT/faults-ab.progress.done" \
+    > "$OUT/faults-source-ab.out" 2>&1 &
+  src_ab=$!
+  "$TESTS" ib-source $B $A 4201 $COUNT "$OUT/faults-ba-sent" $BOUND 0 "$OUT/faults-ba.progress.done" \
+    > "$OUT/faults-source-ba.out" 2>&1 &
+  src_ba=$!
+  # Each fault once both streams are well under way (the first at 300 messages, the
+  # second at 1100), and before they end.
+  if wait_got ab 300 120 && wait_got ba 300 120; then
+    fault rdma_link_readd
+  else
+    tap $F not ib_fault_rxe_rdma_link_readd "a->b $(got ab), b->a $(got ba)" "the streams did not start"
+  fi
+  if wait_got ab 1100 180 && wait_got ba 1100 180 && [ "$(got ab)" -lt $((COUNT - 100)) ]; then
+    fault link_down_up
+  else
+    tap $F not ib_fault_rxe_link_down_up "a->b $(got ab), b->a $(got ba)" \
+      "the streams did not get far enough between the faults (or ended before the second)"
+  fi
+  # A stream that stalls is told by its sink's bound; a snapshot while it waits.
+  for _ in $(seq 600); do
+    [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ] && break
+    kill -0 $sink_ab 2>/dev/null || kill -0 $sink_ba 2>/dev/null || break
+    sleep 0.2
+  done
+  [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ] || dump_state stalled
+  for p in ab:$sink_ab:$src_ab ba:$sink_ba:$src_ba; do
+    IFS=: read -r dir sink src <<< "$p"
+    wait "$src"; rc_src=$?
+    wait "$sink"; rc_sink=$?
+    res=$(grep '^# received' "$OUT/faults-sink-$dir.out")
+    if [ $rc_sink -eq 0 ] && [ $rc_src -eq 0 ] && [ -n "$res" ]; then
+      tap $F ok "ib_fault_rxe_stream_${dir}_exactly_once_in_order" "${res#\# }"
+    else
+      tap $F not "ib_fault_rxe_stream_${dir}_exactly_once_in_order" "sink rc=$rc_sink source rc=$rc_src" \
+        "$(tail -2 "$OUT/faults-sink-$dir.out") / $(tail -2 "$OUT/faults-source-$dir.out")"
+    fi
+  done
+  unload_rs || tap $F not ib_fault_rxe_rmmod failed "rmmod rds_rs failed"
+fi
+veth_rdma_down rxe || tap $F not ib_fault_rxe_teardown failed "veth pair still there"
+
+kunit_expected
+kmemleak_report
+collect_dmesg
