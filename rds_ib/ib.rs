@@ -606,8 +606,12 @@ impl CmHandler for Path {
 /// a packet cannot leave the host, e.g. while the link is down), and nothing but a reconnect
 /// brings back its receives and credits (C: any failed completion while the connection is up).
 fn wc_failed(conn: &Arc<Conn>, status: i32, stat: Stat) {
-    if status != WC_FLUSH_ERR || conn.state() == ConnState::Up {
+    if status != WC_FLUSH_ERR {
         stats::inc(stat);
+        conn.drop_connection();
+    } else if conn.state() == ConnState::Up {
+        // Not counted as an error of ours: a peer that disconnects flushes our receives too,
+        // sometimes before its DISCONNECTED event arrives.
         conn.drop_connection();
     }
 }

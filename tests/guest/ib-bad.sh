@@ -159,7 +159,21 @@ run_soft() {
       for _ in $(seq 50); do
         count_msgs "$log/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ] && break; sleep 0.1
       done
-      sleep 1
+      # The counters that must rise may lag the peer's view under TCG (the completion that
+      # counts is handled in a work item): wait for them, bounded.
+      for _ in $(seq 25); do
+        sleep 0.4
+        "$INFO" -c > "$log/counters-$sc.after"
+        [ "$rise" = - ] && break
+        read_counters "$log/counters-$sc.before" C0
+        read_counters "$log/counters-$sc.after" C1
+        up=1
+        for c in ${rise//,/ }; do
+          [ "${C1[$c]:-0}" -gt "${C0[$c]:-0}" ] || up=0
+        done
+        [ $up -eq 1 ] && break
+      done
+      sleep 0.6
       "$INFO" -c > "$log/counters-$sc.after"
       read_counters "$log/counters-$sc.before" C0
       read_counters "$log/counters-$sc.after" C1
