@@ -178,26 +178,19 @@ impl IbClient for Client {
         }
         let pd = data.pd.lock().take();
         drop(pd);
-        let gone = {
-            let mut devs = self.shared.ib.devs.lock();
-            let mut kept = KVec::with_capacity(devs.len(), GFP_KERNEL);
-            match kept.as_mut() {
-                Ok(k) => {
-                    let old = core::mem::replace(&mut *devs, KVec::new());
-                    for d in old.into_iter() {
-                        if !Arc::ptr_eq(&d, &data) {
-                            // Room was reserved for all of them.
-                            let _ = k.push(d, GFP_KERNEL);
-                        }
-                    }
+        // The list without this device (KVec has no `retain`); if there is no memory for the
+        // copy, the device stays listed, `removing`, which every lookup skips.
+        let mut devs = self.shared.ib.devs.lock();
+        if let Ok(mut kept) = KVec::with_capacity(devs.len(), GFP_KERNEL) {
+            for d in core::mem::replace(&mut *devs, KVec::new()) {
+                if !Arc::ptr_eq(&d, &data) {
+                    // Room was reserved for all of them.
+                    let _ = kept.push(d, GFP_KERNEL);
                 }
-                Err(_) => {}
             }
-            if let Ok(k) = kept {
-                *devs = k;
-            }
-        };
-        let _ = gone;
+            *devs = kept;
+        }
+        drop(devs);
         pr_info!("RDMA device {} removed\n", DevName(dev.name()));
     }
 }
