@@ -46,6 +46,8 @@ pub(crate) struct DevAttrs {
     pub(crate) max_send_sge: u32,
     /// An iWARP device (RNIC), not InfiniBand or RoCE.
     pub(crate) iwarp: bool,
+    /// The device executes atomic operations (`atomic_cap` is not `IB_ATOMIC_NONE`).
+    pub(crate) atomics: bool,
 }
 
 /// An RDMA device, borrowed from the device core.
@@ -70,6 +72,11 @@ impl Device {
         self.ptr.as_ptr()
     }
 
+    /// Its identity, as [`Device::for_addr`] returns it (for comparison only).
+    pub(crate) fn id(self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
     /// Its attributes.
     pub(crate) fn attrs(self) -> DevAttrs {
         let mut a = raw::rds_rs_ib_attrs::default();
@@ -79,6 +86,7 @@ impl Device {
             max_qp_wr: a.max_qp_wr,
             max_send_sge: a.max_send_sge,
             iwarp: a.iwarp,
+            atomics: a.atomic_cap != 0,
         }
     }
 
@@ -284,6 +292,79 @@ impl Drop for Pd {
         // SAFETY: Owned (type invariant); its users (QPs) are gone first by construction of
         // the transport.
         unsafe { raw::rds_rs_ib_dealloc_pd(self.ptr.as_ptr()) };
+    }
+}
+
+/// A registration of user memory on a device (`ib_reg_user_mr`): the device pins the pages
+/// (through the calling process's `mm`), and peers reach them by the r_key, at addresses that
+/// start at the iova given. Deregistered when dropped (`ib_dereg_mr`): once the drop returns,
+/// no peer can reach the memory. Dropping may sleep: the owner drops it in process context.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `ib_reg_user_mr` and is owned by this object; the PD it was made on
+/// outlives it (the safety contract of [`UserMr::register`]).
+pub(crate) struct UserMr {
+    ptr: NonNull<raw::ib_mr>,
+    rkey: u32,
+}
+
+// SAFETY: A registration may be used and deregistered from any thread.
+unsafe impl Send for UserMr {}
+// SAFETY: Shared access only reads the r_key (a copy).
+unsafe impl Sync for UserMr {}
+
+impl UserMr {
+    /// Registers the calling process's `len` bytes at user address `start`, which peers
+    /// address from `iova` on (its offset in a page must be `start`'s); peers may read them,
+    /// and with `remote_write` also write them (and run atomics on them, when `atomics`).
+    ///
+    /// # Safety
+    ///
+    /// The caller drops the registration before `pd`, in process context.
+    pub(crate) unsafe fn register(
+        pd: &Pd,
+        start: u64,
+        len: u64,
+        iova: u64,
+        remote_write: bool,
+        atomics: bool,
+        _ctx: &ProcessCtx,
+    ) -> Result<Self> {
+        let mut rkey = 0u32;
+        // SAFETY: The PD is live (`pd` is borrowed); `rkey` is valid for writes. Pinning the
+        // pages may sleep, which `_ctx` allows; the memory is the caller's process's, which
+        // is the one running this system call.
+        let p = from_err_ptr(unsafe {
+            raw::rds_rs_ib_reg_user_mr(
+                pd.ptr.as_ptr(),
+                start,
+                len,
+                iova,
+                remote_write,
+                atomics,
+                &mut rkey,
+            )
+        })?;
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: registered just now; the caller keeps the PD alive for as long.
+        Ok(Self { ptr, rkey })
+    }
+
+    /// The r_key peers name the registration by.
+    pub(crate) fn rkey(&self) -> u32 {
+        self.rkey
+    }
+}
+
+impl Drop for UserMr {
+    fn drop(&mut self) {
+        // SAFETY: Owned, and its PD is still live (type invariant); the owner drops it in
+        // process context, where deregistering may sleep.
+        let r = unsafe { raw::rds_rs_ib_dereg_mr(self.ptr.as_ptr()) };
+        if r != 0 {
+            pr_warn!("ib_dereg_mr failed: {}\n", r);
+        }
     }
 }
 

@@ -126,6 +126,33 @@ u32 rds_rs_ib_pd_lkey(struct ib_pd *pd)
 	return pd->local_dma_lkey;
 }
 
+/*
+ * Registers [start, start + len) of the calling process's memory on pd's device, addressed by
+ * peers from iova (ib_reg_user_mr: the device pins the pages itself, through current->mm).
+ * Remote read always; remote write (with local write, which it requires) when asked, and
+ * remote atomics with it when the device has them.
+ */
+struct ib_mr *rds_rs_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 len, u64 iova,
+				    bool remote_write, bool atomic, u32 *rkey)
+{
+	int access = IB_ACCESS_REMOTE_READ;
+	struct ib_mr *mr;
+
+	if (remote_write)
+		access |= IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	if (remote_write && atomic)
+		access |= IB_ACCESS_REMOTE_ATOMIC;
+	mr = ib_reg_user_mr(pd, start, len, iova, access);
+	if (!IS_ERR(mr))
+		*rkey = mr->rkey;
+	return mr;
+}
+
+int rds_rs_ib_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
 /* Completions are handled in process context: the ib-comp-wq work item polls the CQ. */
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
 {

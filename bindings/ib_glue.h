@@ -11,6 +11,7 @@
 
 struct ib_device;
 struct ib_pd;
+struct ib_mr;
 struct ib_cq;
 struct ib_cqe;
 struct rdma_cm_id;
@@ -47,6 +48,9 @@ void rds_rs_ib_dev_put(struct ib_device *dev);
 struct ib_pd *rds_rs_ib_alloc_pd(struct ib_device *dev);
 void rds_rs_ib_dealloc_pd(struct ib_pd *pd);
 u32 rds_rs_ib_pd_lkey(struct ib_pd *pd);
+struct ib_mr *rds_rs_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 len, u64 iova,
+				    bool remote_write, bool atomic, u32 *rkey);
+int rds_rs_ib_dereg_mr(struct ib_mr *mr);
 
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 void rds_rs_ib_free_cq(struct ib_cq *cq);

@@ -152,9 +152,15 @@ unsafe impl<T: Send + 'static> Send for ProcessDrop<T> {}
 unsafe impl<T: Send + Sync + 'static> Sync for ProcessDrop<T> {}
 
 impl<T: Send + 'static> ProcessDrop<T> {
-    /// Wraps `value`, allocating its node now (so that dropping never allocates).
+    /// Wraps `value`, allocating its node now (so that dropping never allocates). Called in
+    /// process context: when there is no memory for the node, `value` is dropped before this
+    /// returns.
     pub(crate) fn new(value: T, flags: Flags) -> Result<Self, AllocError> {
-        let node = KBox::new(
+        // The node first, so that a failed allocation drops `value` (a node built around it
+        // would keep it in its `ManuallyDrop` and leak it).
+        let node = KBox::<DeferNode<T>>::new_uninit(flags)?;
+        let node = KBox::write(
+            node,
             DeferNode {
                 header: DeferHeader {
                     link: Opaque::uninit(),
@@ -162,8 +168,7 @@ impl<T: Send + 'static> ProcessDrop<T> {
                 },
                 value: ManuallyDrop::new(value),
             },
-            flags,
-        )?;
+        );
         // INVARIANT: the box is leaked here and owned by the new object.
         Ok(Self {
             node: NonNull::from(KBox::leak(node)),

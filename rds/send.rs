@@ -155,7 +155,7 @@ fn make_message(
     payload: Payload,
     rdma: &mut SendRdma,
 ) -> Result<ListArc<Message>> {
-    if rdma.op.is_some() && conn.transport.mr_ops().is_none() {
+    if rdma.op.is_some() && !conn.transport.runs_rdma_ops() {
         return Err(eopnotsupp());
     }
     // The id goes to the caller once the op is accepted; an address it cannot be written to

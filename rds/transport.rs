@@ -89,6 +89,12 @@ pub(crate) trait Transport: Send + Sync {
     fn mr_ops(&self) -> Option<&'static dyn MrOps> {
         None
     }
+
+    /// Whether `xmit` carries messages with an RDMA or atomic operation (a transport may
+    /// register memory for its peers before it can run operations itself).
+    fn runs_rdma_ops(&self) -> bool {
+        self.mr_ops().is_some()
+    }
 }
 
 /// A transport's state of one connection.

@@ -39,29 +39,35 @@
 
 use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, IbClient,
-    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, Wc, WcHandler, QP_EVENT_COMM_EST,
-    SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND, WC_FLUSH_ERR, WC_SUCCESS,
+    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, UserMr, Wc, WcHandler,
+    QP_EVENT_COMM_EST, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND,
+    WC_FLUSH_ERR, WC_SUCCESS,
 };
+use crate::bindings::mm::random_u32;
 use crate::bindings::net::NetId;
-use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Frag, InData, LentFrags, Message, Payload, RxSlot};
 use crate::proto::{
-    frag_count, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState, Credits,
-    FragOutcome, Grab, Header, NegotiateError, Reassembly, Stat, WorkRing, CREDIT_UPDATE_AT,
-    FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT, RDS_IB_PORT6, REJ_INCOMPAT,
+    frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState,
+    Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region, Stat,
+    WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT,
+    RDS_IB_PORT6, REJ_INCOMPAT,
 };
 use crate::recv::{self, RxCtx};
 use crate::socket::Shared;
 use crate::stats;
-use crate::transport::{ConnTransport, RdmaInfo, Transport, XmitError, XmitProgress};
+use crate::transport::{
+    ConnTransport, MrHandle, MrOps, RdmaInfo, RegRequest, Transport, XmitError, XmitProgress,
+};
 use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use kernel::{
     new_mutex,
     page::Page,
     prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
     sync::{Arc, Mutex},
 };
 
@@ -103,6 +109,16 @@ impl IbState {
             .find(|d| d.dev == dev && !d.removing.load(Ordering::Acquire))
             .cloned()
     }
+
+    /// The device that serves the local address `addr`, if the transport has it.
+    fn find_addr(&self, addr: &Addr, ctx: &ProcessCtx) -> Option<Arc<IbDev>> {
+        let id = Device::for_addr(&addr.0, 0, ctx)?;
+        self.devs
+            .lock()
+            .iter()
+            .find(|d| d.dev.id() == id && !d.removing.load(Ordering::Acquire))
+            .cloned()
+    }
 }
 
 /// A device the transport serves.
@@ -118,6 +134,10 @@ pub(crate) struct IbDev {
     lkey: u32,
     #[pin]
     pd: Mutex<Option<Pd>>,
+    /// The registrations made on the device, by r_key (see [`IbMrReg`]); `remove` revokes
+    /// those still there before the PD goes. Under `pd`'s lock when both are taken.
+    #[pin]
+    mrs: Mutex<RBTree<u32, Arc<MrCell>>>,
     /// Paths (QPs) alive on the device.
     paths: AtomicUsize,
     /// The device is going away: no new path.
@@ -143,6 +163,7 @@ impl IbClient for Client {
                 attrs: dev.attrs(),
                 lkey,
                 pd <- new_mutex!(Some(pd), "IbDev::pd"),
+                mrs <- new_mutex!(RBTree::new(), "IbDev::mrs"),
                 paths: AtomicUsize::new(0),
                 removing: AtomicBool::new(false),
             }),
@@ -176,8 +197,26 @@ impl IbClient for Client {
                 pr_warn!("still waiting for connections on a removed RDMA device\n");
             }
         }
-        let pd = data.pd.lock().take();
+        // The registrations still on the device are revoked (their owners' handles stay, and
+        // find nothing to deregister), then the PD goes. Holding the PD's lock keeps new
+        // registrations out meanwhile.
+        let mut pd = data.pd.lock();
+        let mrs = core::mem::replace(&mut *data.mrs.lock(), RBTree::new());
+        let revoked = mrs.iter().count();
+        for (_, cell) in mrs.iter() {
+            let mr = cell.lock().take();
+            drop(mr);
+            stats::inc(Stat::RsIbMrRevoked);
+        }
+        drop(mrs);
+        let pd = pd.take();
         drop(pd);
+        if revoked != 0 {
+            pr_info!(
+                "{} registrations on a removed RDMA device revoked\n",
+                revoked
+            );
+        }
         // The list without this device (KVec has no `retain`); if there is no memory for the
         // copy, the device stays listed, `removing`, which every lookup skips.
         let mut devs = self.shared.ib.devs.lock();
@@ -282,6 +321,125 @@ impl IbModule {
     }
 }
 
+/// A registration's slot in its device's list: the device registration while it is valid.
+type MrCell = Mutex<Option<UserMr>>;
+
+/// A registration on an RDMA device (C: an FRWR or FMR of `ib_rdma.c`): made with
+/// `ib_reg_user_mr` on the device's PD, so it belongs to the device, not to a connection. It
+/// needs no connection to be made, is usable on every connection of the device, outlives
+/// reconnects, and is revoked by `ib_dereg_mr`, which returns only once no peer can reach the
+/// memory. Peers address it from the random page-aligned base of its region (the cookie's
+/// offset, as loopback's model does), not from 0.
+struct IbMr {
+    rkey: u32,
+    region: Region,
+    /// Dropped (deregistration and unpinning) in process context.
+    _reg: ProcessDrop<IbMrReg>,
+}
+
+impl MrHandle for IbMr {
+    fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    fn region(&self) -> Region {
+        self.region
+    }
+}
+
+/// What dropping an [`IbMr`] undoes, in process context: the device registration (unless the
+/// device's removal revoked it first), then the core's pin of the pages.
+struct IbMrReg {
+    dev: Arc<IbDev>,
+    rkey: u32,
+    cell: Arc<MrCell>,
+    _pages: crate::rdma::RegPages,
+}
+
+impl Drop for IbMrReg {
+    fn drop(&mut self) {
+        let listed = self.dev.mrs.lock().remove(&self.rkey);
+        drop(listed);
+        let mr = self.cell.lock().take();
+        if mr.is_some() {
+            stats::inc(Stat::RsIbMrDeregistered);
+        }
+        // Deregistered here; the pages are unpinned after, when `_pages` goes.
+        drop(mr);
+    }
+}
+
+impl MrOps for IbTransport {
+    fn register(
+        &self,
+        shared: &Shared,
+        req: RegRequest,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<dyn MrHandle>> {
+        let dev = shared.ib.find_addr(&req.laddr, ctx).ok_or(ENODEV)?;
+        if dev.attrs.iwarp {
+            // siw takes the user address as the registration's iova whatever it is asked for,
+            // and a cookie's 32-bit offset cannot carry a user address: see
+            // `Documentation/rdma.md`.
+            return Err(crate::bindings::net::eopnotsupp());
+        }
+        let region = loop_region(
+            &RdsIovec {
+                addr: req.addr,
+                bytes: req.len,
+            },
+            random_u32(),
+        );
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let cell = Arc::pin_init(new_mutex!(None, "IbMr::cell"), GFP_KERNEL)?;
+        let rkey = {
+            let pd = dev.pd.lock();
+            let pd = pd.as_ref().ok_or(ENODEV)?;
+            // SAFETY: The registration goes to `cell`, which the device lists (below, under
+            // the PD's lock): the device's removal deregisters it before the PD goes, and
+            // otherwise `IbMrReg`'s drop does, in process context, while the device (and its
+            // PD) is alive.
+            let mr = unsafe {
+                UserMr::register(
+                    pd,
+                    req.addr,
+                    req.len,
+                    u64::from(region.offset),
+                    req.remote_write,
+                    dev.attrs.atomics,
+                    ctx,
+                )?
+            };
+            let rkey = mr.rkey();
+            *cell.lock() = Some(mr);
+            let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
+            drop(old);
+            rkey
+        };
+        stats::inc(Stat::RsIbMrRegistered);
+        let reg = ProcessDrop::new(
+            IbMrReg {
+                dev,
+                rkey,
+                cell,
+                _pages: req.pages,
+            },
+            GFP_KERNEL,
+        )?;
+        let mr: Arc<dyn MrHandle> = Arc::new(
+            IbMr {
+                rkey,
+                region,
+                _reg: reg,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(mr)
+    }
+
+    fn flush(&self, _ctx: &ProcessCtx) {}
+}
+
 impl Transport for IbTransport {
     fn name(&self) -> &'static str {
         "infiniband"
@@ -318,6 +476,15 @@ impl Transport for IbTransport {
 
     fn reconnects_passive(&self) -> bool {
         true
+    }
+
+    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
+        Some(&IB)
+    }
+
+    fn runs_rdma_ops(&self) -> bool {
+        // Not yet: RDMA and atomic operations over IB are the next step.
+        false
     }
 }
 

@@ -225,6 +225,20 @@ for soft in rxe siw; do
   done
   expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
 done
+# Registrations with no connection (rds-tests ib-mr): on rxe, and refused on siw; revoked with
+# their device (rds-tests ib-mr-revoke).
+for check in counted free_after get_mr_no_device nothing_left; do
+  expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_revoke_$check")
+done
+mr_rxe="no_connection successive_keys_differ live_keys_distinct registered_counted free free_again
+  free_invalidate deregistered_counted close_frees"
+for k in read_only unaligned 1mib use_once; do mr_rxe+=" get_mr_$k cookie_offset_$k"; done
+for fam in v4 v6; do
+  for check in $mr_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
+  for check in no_connection get_mr; do
+    expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
+  done
+done
 # Faults mid-stream (ib-faults.sh) and the bad peer (ib-bad.sh; the scenario list is the
 # script's).
 for check in setup link_down_up rdma_link_readd stream_ab_exactly_once_in_order \

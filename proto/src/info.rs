@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 13;
+pub const STAT_COUNT: usize = 36 + 39 + 16;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1097,6 +1097,12 @@ stats! {
     RsIbSendError => "rs_ib_send_error",
     /// rds-rs: receives that completed with an error (the connection resets).
     RsIbRecvError => "rs_ib_recv_error",
+    /// rds-rs: registrations made on an RDMA device (`RDS_GET_MR`, `RDS_CMSG_RDMA_MAP`).
+    RsIbMrRegistered => "rs_ib_mr_registered",
+    /// rds-rs: registrations deregistered by their owner (freed, used once, socket closed).
+    RsIbMrDeregistered => "rs_ib_mr_deregistered",
+    /// rds-rs: registrations revoked because their RDMA device went away.
+    RsIbMrRevoked => "rs_ib_mr_revoked",
 }
 
 impl Stat {

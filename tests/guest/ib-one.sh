@@ -3,6 +3,7 @@
 # RDMA device on each (veth_rdma_up), soft-RoCE (rxe) and then soft-iWARP (siw), IPv4 and
 # IPv6. An echo server on one address, the checking client (rds-tests ib-client) on the other;
 # then rmmod with the connections up, which must tear them down and leave nothing behind.
+# First, memory registrations on each device with no connection up (rds-tests ib-mr).
 #   ib-one.sh OUT KDIR MODULE TESTS-BIN
 # Results in ib-rs-SOFT.tap (rds_rs only: C RDS has no iWARP, and C against rds_rs is the
 # two-guest step, rdma-pair.sh).
@@ -21,6 +22,10 @@ for soft in rxe siw; do
   fi
   tap $f ok "ib_${soft}_setup" "${soft}0,${soft}1"
   if load_rs; then
+    # Registrations on the device before anything connects (rds-tests ib-mr).
+    for a in 192.0.2.1 fd00::1; do
+      run_prog harness.tap "ib_mr_${soft}_$a" "$TESTS" ib-mr "$a" "$soft" >> "$OUT/$f"
+    done
     for fam in v4 v6; do
       if [ $fam = v4 ]; then srv=192.0.2.1 cli=192.0.2.2; else srv=fd00::1 cli=fd00::2; fi
       log=$OUT/ib-echo-$soft-$fam.out
@@ -41,6 +46,16 @@ for soft in rxe siw; do
     # The connections stay up after their sockets are gone; unloading must take them down.
     if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
     else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi
+    # The device goes away under live registrations (rxe: siw has none to revoke).
+    if [ "$soft" = rxe ] && load_rs; then
+      rm -f "$OUT/mr-mark" "$OUT/mr-go"
+      "$TESTS" ib-mr-revoke 192.0.2.1 "$OUT/mr-mark" "$OUT/mr-go" >> "$OUT/$f" 2>&1 & mr_pid=$!
+      for _ in $(seq 300); do [ -e "$OUT/mr-mark" ] && break; sleep 0.1; done
+      rdma link delete rxe0
+      touch "$OUT/mr-go"
+      wait "$mr_pid" || tap $f not ib_mr_revoke_exit "rc=$?" "rds-tests ib-mr-revoke failed"
+      unload_rs || tap $f not ib_mr_revoke_rmmod failed "rmmod rds_rs failed"
+    fi
   else
     tap $f not "ib_${soft}_load_rs" failed "insmod rds_rs.ko failed"
   fi

@@ -56,6 +56,7 @@ mod faults;
 mod hostile;
 mod ib;
 mod ib_bad;
+mod ib_mr;
 mod info;
 mod load;
 mod netns;
@@ -276,6 +277,8 @@ fn main() -> ExitCode {
         ["ib-echo", rest @ ..] => ib::echo(rest),
         ["ib-client", rest @ ..] => ib::client(&mut report, rest),
         ["ib-bad", rest @ ..] => ib_bad::run(rest),
+        ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
+        ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
         ["ib-sink", rest @ ..] => ib::sink(rest),
         ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),

@@ -1,0 +1,235 @@
+//! Registrations on an RDMA device with no connection (issue 11): `RDS_GET_MR` on a socket
+//! bound to an address of a soft-RoCE or soft-iWARP device, before anything connects.
+//!
+//! `rds-tests ib-mr ADDR rxe|siw`: binds to ADDR port 4720 on the IB transport; results are
+//! named `ib_mr_SOFT_v4_...` or `ib_mr_SOFT_v6_...` after ADDR's family.
+//!
+//! - rxe: registrations work with no connection up (C 6.12 answers `ENODEV` there: its FRWR
+//!   registration needs a connection's queue pair); every registration gets a new r_key, live
+//!   ones distinct and successive ones of the same memory too; the cookie's offset keeps the
+//!   address's offset in its page; read-only and 1 MiB registrations work; `RDS_FREE_MR`
+//!   (with and without `RDS_RDMA_INVALIDATE`) frees once and then answers `EINVAL`; closing
+//!   the socket frees what it still holds; the counters `rs_ib_mr_registered` and
+//!   `rs_ib_mr_deregistered` move by exactly the registrations made and undone.
+//! - siw: `EOPNOTSUPP` (siw ignores the iova asked for and addresses a registration by the
+//!   user's virtual address, which a cookie cannot carry: `Documentation/rdma.md`).
+
+use crate::util::res_obs;
+use crate::Report;
+use librds::rdma::{RDS_RDMA_INVALIDATE, RDS_RDMA_READWRITE, RDS_RDMA_USE_ONCE};
+use librds::{RdmaMem, RdsSocket, Transport};
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+
+/// The r_key of a cookie (its low 32 bits).
+fn rkey(cookie: u64) -> u32 {
+    cookie as u32
+}
+
+/// The offset of a cookie (its high 32 bits).
+fn offset(cookie: u64) -> u32 {
+    (cookie >> 32) as u32
+}
+
+fn counter(s: &RdsSocket, name: &str) -> Result<u64, String> {
+    s.counter(name)
+        .map_err(|e| format!("RDS_INFO_COUNTERS: {e}"))?
+        .ok_or_else(|| format!("no counter {name}"))
+}
+
+fn socket(sa: SocketAddr) -> Result<RdsSocket, String> {
+    let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    s.set_transport(Transport::Ib)
+        .map_err(|e| format!("SO_RDS_TRANSPORT: {e}"))?;
+    s.bind(sa).map_err(|e| format!("bind {sa}: {e}"))?;
+    Ok(s)
+}
+
+pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let (addr, soft) = match args {
+        [a, s @ ("rxe" | "siw")] => (*a, *s),
+        _ => return Err("usage: rds-tests ib-mr ADDR rxe|siw".into()),
+    };
+    let ip: IpAddr = addr.parse().map_err(|_| format!("bad address {addr}"))?;
+    let fam = if ip.is_ipv6() { "v6" } else { "v4" };
+    let p = format!("ib_mr_{soft}_{fam}");
+    let s = socket(SocketAddr::new(ip, 4720))?;
+    let mem = RdmaMem::new((1 << 20) + 4 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let conns = s
+        .connections(ip.is_ipv6())
+        .map_err(|e| format!("RDS_INFO_CONNECTIONS: {e}"))?;
+    let ours = conns
+        .iter()
+        .filter(|c| c.laddr == ip || c.faddr == ip)
+        .count();
+    r.expect(&format!("{p}_no_connection"), &ours.to_string(), "0");
+
+    if soft == "siw" {
+        r.expect(
+            &format!("{p}_get_mr"),
+            &res_obs(&s.get_mr(mem.at(0), 4096, RDS_RDMA_READWRITE)),
+            "EOPNOTSUPP",
+        );
+        return Ok(());
+    }
+
+    let reg0 = counter(&s, "rs_ib_mr_registered")?;
+    let dereg0 = counter(&s, "rs_ib_mr_deregistered")?;
+    let mut made = 0u64;
+    let mut undone = 0u64;
+
+    // Successive registrations of the same page, each freed before the next.
+    let mut keys = Vec::new();
+    let mut errs = Vec::new();
+    for _ in 0..16 {
+        match s.get_mr(mem.at(0), 4096, RDS_RDMA_READWRITE) {
+            Ok(c) => {
+                made += 1;
+                keys.push(rkey(c));
+                match s.free_mr(c, 0) {
+                    Ok(()) => undone += 1,
+                    Err(e) => errs.push(format!("free: {e}")),
+                }
+            }
+            Err(e) => errs.push(format!("get: {e}")),
+        }
+    }
+    let distinct: HashSet<u32> = keys.iter().copied().collect();
+    r.check(
+        &format!("{p}_successive_keys_differ"),
+        &format!("{} registrations, {} keys", keys.len(), distinct.len()),
+        if errs.is_empty() && keys.len() == 16 && distinct.len() == 16 && !distinct.contains(&0) {
+            Ok(())
+        } else {
+            Err(format!("{errs:?} {keys:x?}"))
+        },
+    );
+
+    // Live registrations: a read-only page, an unaligned range, 1 MiB, a use-once one.
+    let live = [
+        ("read_only", mem.at(4096), 4096, 0),
+        ("unaligned", mem.at(8192 + 100), 10_000, RDS_RDMA_READWRITE),
+        ("1mib", mem.at(0), 1 << 20, RDS_RDMA_READWRITE),
+        (
+            "use_once",
+            mem.at(3 * 4096 + 7),
+            64,
+            RDS_RDMA_READWRITE | RDS_RDMA_USE_ONCE,
+        ),
+    ];
+    let mut cookies = Vec::new();
+    for (name, a, len, flags) in live {
+        let res = s.get_mr(a, len, flags);
+        r.expect(&format!("{p}_get_mr_{name}"), &res_obs(&res), "OK");
+        if let Ok(c) = res {
+            made += 1;
+            r.expect(
+                &format!("{p}_cookie_offset_{name}"),
+                &(u64::from(offset(c)) % 4096).to_string(),
+                &(a % 4096).to_string(),
+            );
+            cookies.push(c);
+        }
+    }
+    let live_keys: HashSet<u32> = cookies.iter().map(|c| rkey(*c)).collect();
+    r.expect(
+        &format!("{p}_live_keys_distinct"),
+        &live_keys.len().to_string(),
+        &cookies.len().to_string(),
+    );
+    r.expect(
+        &format!("{p}_registered_counted"),
+        &(counter(&s, "rs_ib_mr_registered")? - reg0).to_string(),
+        &made.to_string(),
+    );
+
+    // Freed once; a second free of the same cookie is EINVAL.
+    if let Some(&c) = cookies.first() {
+        r.expect(&format!("{p}_free"), &res_obs(&s.free_mr(c, 0)), "OK");
+        undone += 1;
+        r.expect(
+            &format!("{p}_free_again"),
+            &res_obs(&s.free_mr(c, 0)),
+            "EINVAL",
+        );
+    }
+    if let Some(&c) = cookies.get(1) {
+        r.expect(
+            &format!("{p}_free_invalidate"),
+            &res_obs(&s.free_mr(c, RDS_RDMA_INVALIDATE)),
+            "OK",
+        );
+        undone += 1;
+    }
+    r.expect(
+        &format!("{p}_deregistered_counted"),
+        &(counter(&s, "rs_ib_mr_deregistered")? - dereg0).to_string(),
+        &undone.to_string(),
+    );
+
+    // Closing the socket frees the rest (the 1 MiB and the use-once registrations).
+    let rest = cookies.len().saturating_sub(2) as u64;
+    drop(s);
+    let t = socket(SocketAddr::new(ip, 4721))?;
+    r.expect(
+        &format!("{p}_close_frees"),
+        &(counter(&t, "rs_ib_mr_deregistered")? - dereg0).to_string(),
+        &(undone + rest).to_string(),
+    );
+    Ok(())
+}
+
+/// `rds-tests ib-mr-revoke ADDR MARK GO`: three registrations on the rxe device of ADDR, then
+/// MARK is created and the device deleted by the caller (who creates GO when it is gone; at
+/// most 60 s). The registrations were revoked with the device (`rs_ib_mr_revoked` by 3,
+/// nothing left for the owner to deregister), their cookies are still the socket's to free,
+/// and a new registration finds no device (`ENODEV`, C's answer when no device serves the
+/// bound address).
+pub(crate) fn revoke(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [addr, mark, go] = args else {
+        return Err("usage: rds-tests ib-mr-revoke ADDR MARK GO".into());
+    };
+    let ip: IpAddr = addr.parse().map_err(|_| format!("bad address {addr}"))?;
+    let s = socket(SocketAddr::new(ip, 4722))?;
+    let mem = RdmaMem::new(4 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let mut cookies = Vec::new();
+    for i in 0..3 {
+        let c = s
+            .get_mr(mem.at(i * 4096), 4096, RDS_RDMA_READWRITE)
+            .map_err(|e| format!("RDS_GET_MR: {e}"))?;
+        cookies.push(c);
+    }
+    let revoked0 = counter(&s, "rs_ib_mr_revoked")?;
+    let dereg0 = counter(&s, "rs_ib_mr_deregistered")?;
+    std::fs::write(mark, "registered\n").map_err(|e| format!("{mark}: {e}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::path::Path::new(go).exists() {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{go} did not appear within 60 s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    r.expect(
+        "ib_mr_revoke_counted",
+        &(counter(&s, "rs_ib_mr_revoked")? - revoked0).to_string(),
+        "3",
+    );
+    r.expect(
+        "ib_mr_revoke_free_after",
+        &res_obs(&s.free_mr(cookies[0], RDS_RDMA_INVALIDATE)),
+        "OK",
+    );
+    r.expect(
+        "ib_mr_revoke_get_mr_no_device",
+        &res_obs(&s.get_mr(mem.at(3 * 4096), 4096, RDS_RDMA_READWRITE)),
+        "ENODEV",
+    );
+    drop(s);
+    let t = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    r.expect(
+        "ib_mr_revoke_nothing_left",
+        &(counter(&t, "rs_ib_mr_deregistered")? - dereg0).to_string(),
+        "0",
+    );
+    Ok(())
+}
