@@ -21,6 +21,7 @@
 //!   until its completion (a flush completes every outstanding request when the QP is
 //!   drained).
 
+use super::mm::PinnedPages;
 use super::raw;
 use super::sync::ProcessCtx;
 use core::{
@@ -419,6 +420,8 @@ pub(crate) struct Wc {
 pub(crate) const WC_SUCCESS: i32 = 0;
 /// `IB_WC_WR_FLUSH_ERR`: the QP is in error or drained; the request did not execute.
 pub(crate) const WC_FLUSH_ERR: i32 = 5;
+/// `IB_WC_REM_ACCESS_ERR`: the peer refused a remote access (r_key, range, permission).
+pub(crate) const WC_REM_ACCESS_ERR: i32 = 10;
 
 /// Who handles the completions of work requests naming a [`WrCqe`].
 pub(crate) trait WcHandler: Send + Sync {
@@ -775,6 +778,47 @@ impl<'a> CmIdRef<'a> {
         })
     }
 
+    /// Posts an RDMA WRITE (`write`) or READ between the local pieces `sges` (device
+    /// addresses and lengths, at most [`MAX_SGE`]) and the peer's registration `rkey` at
+    /// `remote_addr`; `flags` are [`SEND_SIGNALED`] and [`SEND_FENCE`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmIdRef::post_send`]; the pieces are mapped for the device (to read them for
+    /// a WRITE, to write them for a READ) and stay so until the request completes.
+    #[expect(clippy::too_many_arguments)]
+    pub(crate) unsafe fn post_rdma(
+        self,
+        cqe: &WrCqe,
+        addrs: &[u64],
+        lens: &[u32],
+        lkey: u32,
+        write: bool,
+        remote: (u64, u32),
+        flags: i32,
+    ) -> Result {
+        let n = addrs.len();
+        if n == 0 || n > MAX_SGE || lens.len() != n {
+            return Err(EINVAL);
+        }
+        // SAFETY: Per the function's safety requirements; both arrays hold `n` entries, which
+        // the helper copies before it returns.
+        to_result(unsafe {
+            raw::rds_rs_ib_post_rdma(
+                self.ptr.as_ptr(),
+                cqe.raw(),
+                addrs.as_ptr(),
+                lens.as_ptr(),
+                n as u32,
+                lkey,
+                write,
+                remote.0,
+                remote.1,
+                flags,
+            )
+        })
+    }
+
     /// Posts a receive into a header buffer and a data buffer (device addresses).
     ///
     /// # Safety
@@ -807,8 +851,9 @@ pub(crate) const SEND_SIGNALED: i32 = raw::RDS_RS_IB_SIGNALED as i32;
 /// A SEND that raises a solicited event at the receiver (C arms its receive CQ for these).
 pub(crate) const SEND_SOLICITED: i32 = raw::RDS_RS_IB_SOLICITED as i32;
 /// A SEND that waits for earlier RDMA reads.
-#[expect(dead_code, reason = "for RDMA reads (issue 11)")]
 pub(crate) const SEND_FENCE: i32 = raw::RDS_RS_IB_FENCE as i32;
+/// The most local pieces of one RDMA work request (C: `RDS_IB_MAX_SGE`).
+pub(crate) const MAX_SGE: usize = raw::RDS_RS_IB_MAX_SGE as usize;
 
 /// Called by the glue for every rdma_cm event.
 ///
@@ -1056,6 +1101,71 @@ impl DmaMapping {
         })
     }
 
+    /// Maps `len` bytes at `offset` (counted from the start of the first page) of pinned user
+    /// memory, a mapping per page piece, in order; `to_device` for the device to read them,
+    /// otherwise to write them (the pages are then marked dirty).
+    ///
+    /// # Safety
+    ///
+    /// `pages` stays pinned until every mapping returned is dropped.
+    pub(crate) unsafe fn pinned(
+        dev: Device,
+        pages: &PinnedPages,
+        offset: usize,
+        len: usize,
+        to_device: bool,
+    ) -> Result<KVec<Self>> {
+        let mut maps = KVec::new();
+        let mut failed = None;
+        if !to_device {
+            pages.mark_dirty();
+        }
+        // SAFETY: Each piece is inside a page `pages` pins (`for_each_page`), and the caller
+        // keeps the pin for as long as the mappings exist.
+        pages.for_each_page(offset, len, |page, off, n| {
+            if failed.is_some() {
+                return;
+            }
+            let mut addr = 0u64;
+            // SAFETY: See above.
+            let r = unsafe {
+                raw::rds_rs_ib_map_page(
+                    dev.as_ptr(),
+                    page.cast(),
+                    off,
+                    n,
+                    c_int::from(to_device),
+                    &mut addr,
+                )
+            };
+            if r != 0 {
+                failed = Some(ENOMEM);
+                return;
+            }
+            // INVARIANT: mapped just now.
+            let m = Self {
+                dev,
+                addr,
+                len: n,
+                page: true,
+                to_device,
+            };
+            if let Err(e) = maps.push(m, GFP_KERNEL) {
+                // `m` was dropped (unmapped) by the failed push.
+                failed = Some(e.into());
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(maps),
+        }
+    }
+
+    /// The mapped length.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// Maps a kernel buffer for the device to read.
     ///
     /// # Safety
@@ -1136,9 +1246,14 @@ pub(crate) trait SendSource: Send + Sync {
 }
 
 /// A send slot's state while its SEND is outstanding.
+/// What a posted send work request uses, until it completes. The mappings are dropped
+/// (unmapped) before the keeper (which may own the mapped pages).
 struct Outstanding<K> {
-    keeper: Option<K>,
+    /// An RDMA request's pieces.
+    maps: KVec<DmaMapping>,
+    /// A SEND's data.
     _map: Option<DmaMapping>,
+    keeper: Option<K>,
 }
 
 /// A receive slot's buffer while posted.
@@ -1198,6 +1313,8 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     cqes: KVec<WrCqe>,
     nsend: u32,
     nrecv: u32,
+    /// Local pieces per RDMA request (the QP was created with that many send SGEs).
+    max_sge: usize,
     #[pin]
     slots: super::sync::SpinLockBh<Slots<K>>,
     has_qp: core::sync::atomic::AtomicBool,
@@ -1269,6 +1386,8 @@ impl<K: SendSource + 'static> Qp<K> {
             recvs.push(None, GFP_KERNEL)?;
         }
         let events = KBox::new(events, GFP_KERNEL)?;
+        // A SEND takes two pieces (header, data); an RDMA request up to `MAX_SGE`.
+        let max_sge = (dev.attrs().max_send_sge as usize).clamp(2, MAX_SGE);
         let q = Arc::pin_init(
             try_pin_init!(Self {
                 cm <- super::sync::new_spinlock_bh!(id, "Qp::cm"),
@@ -1281,6 +1400,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 cqes,
                 nsend: spec.nsend,
                 nrecv: spec.nrecv,
+                max_sge,
                 slots <- super::sync::new_spinlock_bh!(
                     Slots {
                         sends,
@@ -1304,7 +1424,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 pd,
                 &q.send_cq,
                 &q.recv_cq,
-                (spec.nsend + 1, spec.nrecv + 1, 2),
+                (spec.nsend + 1, spec.nrecv + 1, q.max_sge as u32),
                 &*q.events,
             )?
         };
@@ -1340,6 +1460,11 @@ impl<K: SendSource + 'static> Qp<K> {
     /// Receive slots.
     pub(crate) fn nrecv(&self) -> u32 {
         self.nrecv
+    }
+
+    /// Local pieces one RDMA request may take.
+    pub(crate) fn max_sge(&self) -> usize {
+        self.max_sge
     }
 
     fn cqe(&self, tag: u32) -> Option<&WrCqe> {
@@ -1401,8 +1526,65 @@ impl<K: SendSource + 'static> Qp<K> {
         };
         if r.is_ok() {
             *st = Some(Outstanding {
-                keeper: Some(keeper),
+                maps: KVec::new(),
                 _map: map,
+                keeper: Some(keeper),
+            });
+        }
+        r
+    }
+
+    /// Posts an RDMA work request from send slot `slot` (see [`CmIdRef::post_rdma`]): the
+    /// pieces `maps` (mapped by [`DmaMapping::pinned`]) to or from `remote` (address, r_key).
+    /// `keeper` (which owns what the mappings map) and the mappings stay in the slot until
+    /// [`Qp::complete_send`]; the mappings are unmapped before the keeper is dropped.
+    pub(crate) fn post_rdma(
+        &self,
+        slot: u32,
+        keeper: K,
+        maps: KVec<DmaMapping>,
+        write: bool,
+        remote: (u64, u32),
+        flags: i32,
+    ) -> Result {
+        let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
+        if slot >= self.nsend || maps.is_empty() || maps.len() > self.max_sge {
+            return Err(EINVAL);
+        }
+        let mut addrs = [0u64; MAX_SGE];
+        let mut lens = [0u32; MAX_SGE];
+        for (i, m) in maps.iter().enumerate() {
+            addrs[i] = m.addr;
+            lens[i] = u32::try_from(m.len).map_err(|_| EINVAL)?;
+        }
+        let n = maps.len();
+        let mut slots = self.slots.lock();
+        if !slots.open {
+            return Err(super::net::enotconn());
+        }
+        let st = slots.sends.get_mut(slot as usize).ok_or(EINVAL)?;
+        if st.is_some() {
+            return Err(EBUSY);
+        }
+        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock), the
+        // cqe lives in this object, and the mappings stay in the slot (stored below, under the
+        // same lock) until the completion or the drain.
+        let r = unsafe {
+            self.idref().post_rdma(
+                cqe,
+                &addrs[..n],
+                &lens[..n],
+                self.lkey,
+                write,
+                remote,
+                flags,
+            )
+        };
+        if r.is_ok() {
+            *st = Some(Outstanding {
+                maps,
+                _map: None,
+                keeper: Some(keeper),
             });
         }
         r
@@ -1410,8 +1592,12 @@ impl<K: SendSource + 'static> Qp<K> {
 
     /// The SEND of slot `slot` completed (or was flushed): returns its keeper.
     pub(crate) fn complete_send(&self, slot: u32) -> Option<K> {
-        let st = self.slots.lock().sends.get_mut(slot as usize)?.take();
-        st.and_then(|s| s.keeper)
+        let st = self.slots.lock().sends.get_mut(slot as usize)?.take()?;
+        let Outstanding { maps, _map, keeper } = st;
+        // Unmapped first: the keeper may own the pages.
+        drop(maps);
+        drop(_map);
+        keeper
     }
 
     /// Posts an ack-only frame (`hdr`, no data) unless one is outstanding (`false` then).

@@ -419,6 +419,41 @@ int rds_rs_ib_post_send(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 
 	return ib_post_send(id->qp, &wr, NULL);
 }
 
+/*
+ * An RDMA WRITE (write) or READ of nsge local pieces (DMA addresses and lengths, at most
+ * RDS_RS_IB_MAX_SGE, all under lkey) to or from the peer's registration rkey at remote_addr.
+ */
+int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *addrs,
+			const u32 *lens, u32 nsge, u32 lkey, bool write, u64 remote_addr,
+			u32 rkey, int flags)
+{
+	struct ib_sge sge[RDS_RS_IB_MAX_SGE];
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = cqe,
+			.sg_list = sge,
+			.num_sge = nsge,
+			.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
+		},
+		.remote_addr = remote_addr,
+		.rkey = rkey,
+	};
+	u32 i;
+
+	if (nsge == 0 || nsge > RDS_RS_IB_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < nsge; i++) {
+		sge[i].addr = addrs[i];
+		sge[i].length = lens[i];
+		sge[i].lkey = lkey;
+	}
+	if (flags & RDS_RS_IB_SIGNALED)
+		wr.wr.send_flags |= IB_SEND_SIGNALED;
+	if (flags & RDS_RS_IB_FENCE)
+		wr.wr.send_flags |= IB_SEND_FENCE;
+	return ib_post_send(id->qp, &wr.wr, NULL);
+}
+
 int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,
 			u64 data, u32 data_len, u32 lkey)
 {

@@ -92,6 +92,11 @@ int rds_rs_ib_post_send(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 
 			u64 data, u32 data_len, u32 lkey, int flags);
 int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,
 			u64 data, u32 data_len, u32 lkey);
+/* RDMA work requests: at most this many local pieces each (C: RDS_IB_MAX_SGE). */
+#define RDS_RS_IB_MAX_SGE	8
+int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *addrs,
+			const u32 *lens, u32 nsge, u32 lkey, bool write, u64 remote_addr,
+			u32 rkey, int flags);
 /* Completions call this (Rust) with the work request's ib_cqe. */
 void rds_rs_ib_wc(struct ib_cqe *cqe, int status, int opcode, u32 byte_len);
 

@@ -103,6 +103,23 @@ impl PinnedPages {
         Ok(())
     }
 
+    /// Calls `f(page, offset in page, bytes)` for each page piece of the byte range
+    /// `[offset, offset + len)` (counted from the start of the first page), in order; the
+    /// pages stay pinned while `self` lives. `EINVAL` when the range is not inside.
+    pub(crate) fn for_each_page(
+        &self,
+        offset: usize,
+        len: usize,
+        mut f: impl FnMut(*mut raw::page, usize, usize),
+    ) -> Result {
+        self.pieces(offset, len, |page, off, r| f(page, off, r.len()))
+    }
+
+    /// Notes that a device wrote the pages: they are marked dirty when unpinned.
+    pub(crate) fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::Relaxed);
+    }
+
     /// Copies `dst.len()` bytes from `offset` into `dst`.
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
         let len = dst.len();

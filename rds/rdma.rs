@@ -261,11 +261,8 @@ pub(crate) struct RdmaOp {
     pub(crate) recverr: bool,
     /// `RDS_RDMA_SILENT`: no message for the remote side (when there is no payload).
     pub(crate) silent: bool,
-    /// `RDS_RDMA_FENCE`: wait for earlier operations before this one.
-    #[expect(
-        dead_code,
-        reason = "for the IB transport; loopback performs every operation in order"
-    )]
+    /// `RDS_RDMA_FENCE`: wait for earlier operations before this one (IB fences the SEND
+    /// behind it; loopback performs every operation in order).
     pub(crate) fence: bool,
     /// The caller's token.
     pub(crate) user_token: u64,

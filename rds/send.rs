@@ -155,7 +155,11 @@ fn make_message(
     payload: Payload,
     rdma: &mut SendRdma,
 ) -> Result<ListArc<Message>> {
-    if rdma.op.is_some() && !conn.transport.runs_rdma_ops() {
+    if rdma
+        .op
+        .as_deref()
+        .is_some_and(|op| !conn.transport.runs_op(op))
+    {
         return Err(eopnotsupp());
     }
     // The id goes to the caller once the op is accepted; an address it cannot be written to

@@ -90,9 +90,9 @@ pub(crate) trait Transport: Send + Sync {
         None
     }
 
-    /// Whether `xmit` carries messages with an RDMA or atomic operation (a transport may
-    /// register memory for its peers before it can run operations itself).
-    fn runs_rdma_ops(&self) -> bool {
+    /// Whether `xmit` carries a message with operation `op` (a transport may register memory
+    /// for its peers, and run some operations, before it runs all of them).
+    fn runs_op(&self, _op: &crate::rdma::RdmaOp) -> bool {
         self.mr_ops().is_some()
     }
 }

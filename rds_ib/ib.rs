@@ -38,10 +38,10 @@
 //! `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
 
 use crate::bindings::ib::{
-    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, IbClient,
+    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, IbClient,
     IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, UserMr, Wc, WcHandler,
-    QP_EVENT_COMM_EST, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND,
-    WC_FLUSH_ERR, WC_SUCCESS,
+    QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV,
+    TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_SUCCESS,
 };
 use crate::bindings::mm::random_u32;
 use crate::bindings::net::NetId;
@@ -53,16 +53,18 @@ use crate::proto::{
     frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState,
     Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region, Stat,
     WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT,
-    RDS_IB_PORT6, REJ_INCOMPAT,
+    RDS_IB_PORT6, RDS_RDMA_OTHER_ERROR, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS, REJ_INCOMPAT,
 };
+use crate::rdma::{OpKind, RdmaOp};
 use crate::recv::{self, RxCtx};
+use crate::send;
 use crate::socket::Shared;
 use crate::stats;
 use crate::transport::{
     ConnTransport, MrHandle, MrOps, RdmaInfo, RegRequest, Transport, XmitError, XmitProgress,
 };
 use core::any::Any;
-use core::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     new_mutex,
     page::Page,
@@ -80,6 +82,8 @@ const SEND_WR: u32 = 256;
 const RECV_WR: u32 = 256;
 /// How long address and route resolution may take (C: 5000 ms).
 const RESOLVE_MS: i32 = 5000;
+/// How long a teardown waits for RDMA requests still out to complete by themselves.
+const RDMA_SETTLE_MS: u32 = 1000;
 
 /// The transport.
 pub(crate) struct IbTransport;
@@ -482,9 +486,9 @@ impl Transport for IbTransport {
         Some(&IB)
     }
 
-    fn runs_rdma_ops(&self) -> bool {
-        // Not yet: RDMA and atomic operations over IB are the next step.
-        false
+    fn runs_op(&self, op: &RdmaOp) -> bool {
+        // RDMA reads and writes; atomics are not carried yet.
+        matches!(op.kind, OpKind::Rdma { .. })
     }
 }
 
@@ -575,15 +579,39 @@ impl ConnTransport for IbConn {
     }
 }
 
-/// What a SEND keeps: the message whose payload it carries.
-struct Keep(Arc<Message>);
+/// What a send work request keeps until it completes: its message.
+enum Keep {
+    /// A SEND of a fragment of the message (its payload); `last`: the last fragment, whose
+    /// completion completes the message's operation (RC ordering: the operation's RDMA, posted
+    /// before it, is done).
+    Send { msg: Arc<Message>, last: bool },
+    /// An RDMA work request of the message's operation (the message owns the pages it
+    /// maps); `completes`: the last of a silent operation that has no SEND behind it, whose
+    /// completion completes the operation.
+    Rdma { msg: Arc<Message>, completes: bool },
+}
 
 impl SendSource for Keep {
     fn piece(&self, idx: usize) -> Option<Piece<'_>> {
-        self.0.data.segment(idx).map(|f| match f {
+        let Keep::Send { msg, .. } = self else {
+            return None;
+        };
+        msg.data.segment(idx).map(|f| match f {
             Frag::Page(p, o, n) => Piece::Page(p, o, n),
             Frag::Bytes(b) => Piece::Bytes(b),
         })
+    }
+}
+
+/// The `RDS_RDMA_*` status of an operation whose work request failed with `wc_status` (C:
+/// `rds_ib_send_unmap_op`'s mapping): a remote access error is the peer's refusal (a bad
+/// r_key, an address outside the registration, no write permission), anything else an
+/// error of the connection.
+fn op_status(wc_status: i32) -> i32 {
+    if wc_status == WC_REM_ACCESS_ERR {
+        RDS_RDMA_REMOTE_ERROR
+    } else {
+        RDS_RDMA_OTHER_ERROR
     }
 }
 
@@ -627,6 +655,18 @@ impl Path {
     fn teardown(&self, ctx: &ProcessCtx) {
         pr_debug!("ib path {:p} teardown\n", self);
         // The QP first: it may use the id `pending` still holds.
+        // RDMA requests still out get a moment to complete by themselves before the QP is
+        // flushed (their completions are handled while the path still holds the QP): a peer
+        // that refused one (a bad r_key) sends its NAK before it disconnects, but the
+        // disconnect may be handled here first, and the operation would then be reported
+        // dropped instead of refused.
+        if let Some(q) = self.qpr() {
+            let mut waited = 0;
+            while q.rdma_inflight.load(Ordering::Acquire) != 0 && waited < RDMA_SETTLE_MS {
+                sys::sleep_ms(10, ctx);
+                waited += 10;
+            }
+        }
         let qpr = self.qpr.lock().take();
         if let Some(q) = qpr {
             q.qp.shutdown(ctx);
@@ -969,6 +1009,8 @@ struct Qpr {
     /// after the reconnect (as a retransmission, with a sequence number below what was
     /// delivered), dropped as a duplicate: lost.
     rx_dead: AtomicBool,
+    /// RDMA work requests posted and not completed yet.
+    rdma_inflight: AtomicU32,
     /// Counts the path on its device.
     _token: PathToken,
 }
@@ -1042,6 +1084,7 @@ impl Qpr {
                 ack_busy: AtomicBool::new(false),
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 rx_dead: AtomicBool::new(false),
+                rdma_inflight: AtomicU32::new(0),
                 _token: token,
             }),
             GFP_KERNEL,
@@ -1110,6 +1153,20 @@ impl Qpr {
             return Err(XmitError::Full);
         }
         let total = frag_count(msg.len);
+        if !progress.op_sent && msg.op.is_some() {
+            // The operation first, then the message behind it on the same QP; a silent
+            // operation with nothing to say has no message (C: `rds_send_xmit`).
+            let alone = msg
+                .op
+                .as_deref()
+                .is_some_and(|op| op.silent && msg.len == 0 && msg.rdma_cookie == 0);
+            self.post_op(conn, msg, alone)?;
+            progress.op_sent = true;
+            if alone {
+                progress.sent = total as usize;
+                return Ok(());
+            }
+        }
         let done = u32::try_from(progress.sent).unwrap_or(total);
         if done >= total {
             return Ok(());
@@ -1118,6 +1175,125 @@ impl Qpr {
             return Err(XmitError::Full);
         };
         self.post(conn, msg, progress, pos, g, done, total)
+    }
+
+    /// Posts the RDMA operation of `msg` (C: `rds_ib_xmit_rdma`): its local pieces in work
+    /// requests of at most `max_sge` pieces each, the remote address advancing from one to
+    /// the next, all of them or none (`Full` until the ring has room for all). Every one is
+    /// signaled (its completion frees its slot and unmaps its pieces; a failure reports the
+    /// operation); when `alone` (a silent operation with no message behind it), the last one's
+    /// completion completes the operation. An operation that cannot be posted here completes
+    /// at once with `RDS_RDMA_OTHER_ERROR`, and its message goes on.
+    fn post_op(&self, conn: &Arc<Conn>, msg: &Arc<Message>, alone: bool) -> Result<(), XmitError> {
+        let Some(op) = msg.op.as_deref() else {
+            return Ok(());
+        };
+        let OpKind::Rdma {
+            write,
+            remote_addr,
+            local,
+        } = &op.kind
+        else {
+            // `runs_op` keeps atomics out.
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        };
+        if self.dev.attrs.iwarp {
+            // iWARP needs a registration with remote write for the sink of a read, and no
+            // iWARP peer can hand out a cookie yet (`Documentation/rdma.md`).
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        }
+        let mut maps = KVec::new();
+        for seg in local.iter() {
+            // SAFETY: The pages belong to the operation, which the message owns; every work
+            // request keeps the message (`Keep::Rdma`) and its slot unmaps its pieces before
+            // letting the message go.
+            let m = unsafe {
+                DmaMapping::pinned(self.dev.dev, &seg.pages, seg.offset, seg.len, *write)
+            }
+            .map_err(|_| XmitError::NoMem)?;
+            for piece in m {
+                maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+            }
+        }
+        if maps.is_empty() {
+            // Nothing to move.
+            if alone {
+                send::op_complete(msg, RDS_RDMA_SUCCESS);
+            }
+            return Ok(());
+        }
+        let per = self.qp.max_sge();
+        let nwr = maps.len().div_ceil(per);
+        let Ok(want) = u32::try_from(nwr) else {
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        };
+        if want > self.qp.nsend() {
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        }
+        let pos = {
+            let mut ring = self.ring.lock();
+            let (pos, got) = ring.alloc(want);
+            if got < want {
+                ring.unalloc(got);
+                drop(ring);
+                stats::inc(Stat::IbTxRingFull);
+                // A completion kicks the connection; it retries from the start.
+                self.waiting.store(true, Ordering::SeqCst);
+                return Err(XmitError::Full);
+            }
+            pos
+        };
+        let nslots = self.qp.nsend();
+        let mut raddr = *remote_addr;
+        let mut pieces = maps.into_iter();
+        for k in 0..want {
+            let mut chunk = KVec::with_capacity(per, GFP_KERNEL).map_err(|_| XmitError::NoMem);
+            let mut bytes = 0u64;
+            if let Ok(c) = chunk.as_mut() {
+                for m in pieces.by_ref().take(per) {
+                    bytes += m.len() as u64;
+                    // Room for `per` was reserved.
+                    let _ = c.push(m, GFP_KERNEL);
+                }
+            }
+            let keep = Keep::Rdma {
+                msg: msg.clone(),
+                completes: alone && k + 1 == want,
+            };
+            let posted = chunk.and_then(|c| {
+                self.qp
+                    .post_rdma(
+                        (pos + k) % nslots,
+                        keep,
+                        c,
+                        *write,
+                        (raddr, op.rkey),
+                        SEND_SIGNALED,
+                    )
+                    .map_err(|_| XmitError::Full)
+            });
+            if posted.is_ok() {
+                self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
+            }
+            if posted.is_err() {
+                // The QP is going (or failed): the rest of the slots go back, and the reset
+                // reports the operation dropped (it is never sent again).
+                self.ring.lock().unalloc(want - k);
+                conn.drop_connection();
+                return Err(XmitError::Full);
+            }
+            raddr = raddr.wrapping_add(bytes);
+        }
+        stats::inc(if *write {
+            Stat::RsIbRdmaWrite
+        } else {
+            Stat::RsIbRdmaRead
+        });
+        Ok(())
     }
 
     #[expect(clippy::too_many_arguments)]
@@ -1159,11 +1335,17 @@ impl Qpr {
                 Some(f) if k == 0 => f,
                 _ => &hdr,
             };
-            if self
-                .qp
-                .post_send(slot, h, Keep(msg.clone()), piece, flags)
-                .is_err()
-            {
+            // The first SEND behind an RDMA read, or a fenced operation, waits for it.
+            let fence = frag == 0
+                && msg.op.as_deref().is_some_and(|op| {
+                    op.fence || matches!(op.kind, OpKind::Rdma { write: false, .. })
+                });
+            let flags = if fence { flags | SEND_FENCE } else { flags };
+            let keep = Keep::Send {
+                msg: msg.clone(),
+                last,
+            };
+            if self.qp.post_send(slot, h, keep, piece, flags).is_err() {
                 // The QP is going (or failed): what was not posted goes back; the connection
                 // resets and the message is sent again.
                 self.ring.lock().unalloc(g.got - k);
@@ -1185,8 +1367,28 @@ impl Qpr {
 
     fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
         let keeper = self.qp.complete_send(slot);
-        drop(keeper);
         self.ring.lock().free(1);
+        if matches!(keeper, Some(Keep::Rdma { .. })) {
+            self.rdma_inflight.fetch_sub(1, Ordering::AcqRel);
+        }
+        // The operation of a message completes with the SEND behind it (or, alone, its last
+        // RDMA request); a failed request of its reports it (a flush: the reset does).
+        match &keeper {
+            Some(Keep::Send { msg, last: true })
+            | Some(Keep::Rdma {
+                msg,
+                completes: true,
+            }) if wc.status == WC_SUCCESS && msg.op.is_some() => {
+                send::op_complete(msg, RDS_RDMA_SUCCESS);
+            }
+            Some(Keep::Send { msg, .. }) | Some(Keep::Rdma { msg, .. })
+                if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR && msg.op.is_some() =>
+            {
+                send::op_complete(msg, op_status(wc.status));
+            }
+            _ => {}
+        }
+        drop(keeper);
         if wc.status != WC_SUCCESS {
             wc_failed(conn, wc.status, Stat::RsIbSendError);
             return;

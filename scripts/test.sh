@@ -225,6 +225,21 @@ for soft in rxe siw; do
   done
   expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
 done
+# RDMA across rxe, rds_rs at both ends (rds-tests ib-rdma).
+rdma_ib="connect cookie_offset_keeps_page_offset write_at_remote_offset read_at_remote_offset
+  write_remote_bytes_larger write_exact_end read_remote_bytes_larger write_then_message_in_place
+  write_good write_forged_rkey write_good_after_reconnect write_read_only read_read_only
+  write_stale_cookie write_use_once use_once_freed write_use_once_again write_good_at_end
+  nothing_left"
+for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
+  for n in 1 2 16 512; do
+    [ "$n" -gt "${size#*:}" ] && continue
+    rdma_ib+=" write_${size%:*}_${n}iov read_${size%:*}_${n}iov"
+  done
+done
+for fam in v4 v6; do
+  for check in $rdma_ib; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
+done
 # Registrations with no connection (rds-tests ib-mr): on rxe, and refused on siw; revoked with
 # their device (rds-tests ib-mr-revoke).
 for check in counted free_after get_mr_no_device nothing_left; do

@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 16;
+pub const STAT_COUNT: usize = 36 + 39 + 18;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1103,6 +1103,10 @@ stats! {
     RsIbMrDeregistered => "rs_ib_mr_deregistered",
     /// rds-rs: registrations revoked because their RDMA device went away.
     RsIbMrRevoked => "rs_ib_mr_revoked",
+    /// rds-rs: RDMA writes posted over IB (one per operation).
+    RsIbRdmaWrite => "rs_ib_rdma_write",
+    /// rds-rs: RDMA reads posted over IB (one per operation).
+    RsIbRdmaRead => "rs_ib_rdma_read",
 }
 
 impl Stat {

@@ -43,6 +43,11 @@ for soft in rxe siw; do
         tap $f not "ib_${soft}_${fam}_echo_exit" "rc=$rc" "$(tail -3 "$log")"
       fi
     done
+    # RDMA reads and writes across the device's connection (rxe: siw has no registrations).
+    if [ "$soft" = rxe ]; then
+      run_prog harness.tap ib_rdma_rxe_v4 "$TESTS" ib-rdma 192.0.2.1 192.0.2.2 rxe_v4 >> "$OUT/$f"
+      run_prog harness.tap ib_rdma_rxe_v6 "$TESTS" ib-rdma fd00::1 fd00::2 rxe_v6 >> "$OUT/$f"
+    fi
     # The connections stay up after their sockets are gone; unloading must take them down.
     if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
     else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi

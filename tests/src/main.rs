@@ -84,28 +84,37 @@ use std::process::ExitCode;
 #[derive(Default)]
 pub(crate) struct Report {
     failed: usize,
+    /// Put before every check's name (a suite run for several transports or families).
+    prefix: String,
 }
 
 impl Report {
     /// Records a check whose observed outcome must equal `expected`.
     pub(crate) fn expect(&mut self, name: &str, observed: &str, expected: &str) {
+        let p = &self.prefix;
         if observed == expected {
-            println!("ok {name} {observed}");
+            println!("ok {p}{name} {observed}");
         } else {
             self.failed += 1;
-            println!("not ok {name} {observed}: expected {expected}");
+            println!("not ok {p}{name} {observed}: expected {expected}");
         }
     }
 
     /// Records a check that passed or failed with an explanation.
     pub(crate) fn check(&mut self, name: &str, observed: &str, result: Result<(), String>) {
+        let p = &self.prefix;
         match result {
-            Ok(()) => println!("ok {name} {observed}"),
+            Ok(()) => println!("ok {p}{name} {observed}"),
             Err(why) => {
                 self.failed += 1;
-                println!("not ok {name} {observed}: {why}");
+                println!("not ok {p}{name} {observed}: {why}");
             }
         }
+    }
+
+    /// Names every later check `PREFIX` + its name.
+    pub(crate) fn set_prefix(&mut self, prefix: &str) {
+        self.prefix = prefix.to_string();
     }
 }
 
@@ -279,6 +288,7 @@ fn main() -> ExitCode {
         ["ib-bad", rest @ ..] => ib_bad::run(rest),
         ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
         ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
+        ["ib-rdma", rest @ ..] => rdma::ib_run(&mut report, rest),
         ["ib-sink", rest @ ..] => ib::sink(rest),
         ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),

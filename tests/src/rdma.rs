@@ -1926,3 +1926,226 @@ fn ipv6(r: &mut Report) -> Result<(), String> {
     let _ = e.c.free_mr(cookie, 0);
     Ok(())
 }
+
+/// RDMA over an RDMA device, rds_rs at both ends (issue 11): `rds-tests ib-rdma CADDR SADDR
+/// NAME`. The client socket (it registers memory) is bound to CADDR port 4740, the server
+/// socket (it runs the operations) to SADDR port 4741, so the operations cross the device's
+/// connection from SADDR to CADDR. Checks are named `ib_rdma_NAME_...`: the transfers and
+/// remote offsets of the loopback suite (1 B to 1 MiB, 1 to 512 iovecs, data and guards
+/// checked), the ordering claim over many operations, and the peer's refusals.
+pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [ca, sa, name] = args else {
+        return Err("usage: rds-tests ib-rdma CADDR SADDR NAME".into());
+    };
+    let ca: std::net::IpAddr = ca.parse().map_err(|_| format!("bad address {ca}"))?;
+    let sa: std::net::IpAddr = sa.parse().map_err(|_| format!("bad address {sa}"))?;
+    r.set_prefix(&format!("ib_rdma_{name}_"));
+    let mut e = Env::new(SocketAddr::new(ca, 4740), SocketAddr::new(sa, 4741))?;
+    // The connection comes up with a first message.
+    e.s.send_to(b"hello", e.ca)
+        .map_err(|err| format!("first send: {err}"))?;
+    r.expect("connect", &got(&e.c), "got=hello");
+    transfers(r, &mut e)?;
+    remote_offsets(r, &mut e)?;
+    ib_ordering(r, &mut e)?;
+    ib_refusals(r, &mut e)?;
+    r.expect("nothing_left", &leftovers(&e.c, &e.s), "");
+    Ok(())
+}
+
+/// The ordering claim: a message that follows an RDMA write finds the write's data in place
+/// when it arrives, every time. Rounds of 64 writes (each to its own 4 KiB slot of one
+/// registration, with new data every round) sent back to back, each followed by its message;
+/// each message's slot is checked the moment the message is read.
+fn ib_ordering(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const SLOTS: usize = 64;
+    const SLOT: usize = 4096;
+    const ROUNDS: usize = 5;
+    let cmem = RdmaMem::new(SLOTS * SLOT).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(SLOTS * SLOT).map_err(|e| format!("mmap: {e}"))?;
+    let cookie =
+        e.c.get_mr(cmem.at(0), (SLOTS * SLOT) as u64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let mut bad = Vec::new();
+    let mut notes = 0;
+    for round in 0..ROUNDS {
+        let datas: Vec<Vec<u8>> = (0..SLOTS)
+            .map(|i| pattern(SLOT, (round * SLOTS + i) as u64 + 1))
+            .collect();
+        for (i, d) in datas.iter().enumerate() {
+            smem.write(i * SLOT, d);
+        }
+        for i in 0..SLOTS {
+            let op = Op {
+                cookie,
+                remote_addr: (i * SLOT) as u64,
+                remote_bytes: SLOT as u64,
+                local: vec![RdsIovec {
+                    addr: smem.at(i * SLOT),
+                    bytes: SLOT as u64,
+                }],
+                flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+                token: (round * SLOTS + i) as u64,
+            };
+            rdma_op(&e.s, &e.ca, &op, &(i as u32).to_be_bytes(), None, 0)
+                .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+        }
+        for (i, d) in datas.iter().enumerate() {
+            match recv_msg(&e.c) {
+                Ok((p, _)) if p == (i as u32).to_be_bytes() => {
+                    if cmem.read(i * SLOT, SLOT) != *d {
+                        bad.push(format!("r{round}s{i}:data"));
+                    }
+                }
+                Ok(_) => bad.push(format!("r{round}s{i}:wrong_message")),
+                Err(err) => bad.push(format!("r{round}s{i}:{err}")),
+            }
+        }
+        let (v, _) = wait_notes(&e.s, SLOTS);
+        notes += v
+            .iter()
+            .filter(|n| n.status == librds::rdma::RDS_RDMA_SUCCESS)
+            .count();
+    }
+    let total = ROUNDS * SLOTS;
+    r.check(
+        "write_then_message_in_place",
+        &format!(
+            "{total} writes, {} out of place, {notes} notes OK",
+            bad.len()
+        ),
+        if bad.is_empty() && notes == total {
+            Ok(())
+        } else {
+            Err(format!("{:?}", &bad[..bad.len().min(8)]))
+        },
+    );
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
+}
+
+/// One write of 64 bytes with `cookie` (and a message behind it): the notification and
+/// whether the message arrived (`STATUS msg=yes|no`).
+fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, String> {
+    let token = e.tok();
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 64,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 64,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+        token,
+    };
+    rdma_op(&e.s, &e.ca, &op, b"try", None, 0)
+        .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+    let note = one_note(&e.s).replace(&format!("#{token}"), "");
+    let msg = if note == "OK" {
+        if got(&e.c) == "got=try" {
+            "yes"
+        } else {
+            "no"
+        }
+    } else {
+        nothing_or(&e.c, Duration::from_secs(2), "yes")
+    };
+    Ok(format!("{note} msg={msg}"))
+}
+
+/// What the peer refuses: a forged r_key, a write into a read-only registration, a stale
+/// cookie; each costs the operation (`RDS_RDMA_REMOTE_ERROR`, its message is not delivered)
+/// and the connection a reconnect, after which operations work again. A use-once
+/// registration is gone once the message of an operation on it arrived.
+fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    smem.fill(0x5A);
+    let good =
+        e.c.get_mr(cmem.at(0), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect("write_good", &ib_try_write(e, good, &smem)?, "OK msg=yes");
+    let forged = good ^ 0x00FF_FF00;
+    r.expect(
+        "write_forged_rkey",
+        &ib_try_write(e, forged, &smem)?,
+        "REMOTE_ERROR msg=nothing",
+    );
+    r.expect(
+        "write_good_after_reconnect",
+        &ib_try_write(e, good, &smem)?,
+        "OK msg=yes",
+    );
+    let ro =
+        e.c.get_mr(cmem.at(4096), 4096, 0)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect(
+        "write_read_only",
+        &ib_try_write(e, ro, &smem)?,
+        "REMOTE_ERROR msg=nothing",
+    );
+    // Reading it is allowed.
+    cmem.write(4096, &pattern(64, 9));
+    let token = e.tok();
+    let op = Op {
+        cookie: ro,
+        remote_addr: 0,
+        remote_bytes: 64,
+        local: vec![RdsIovec {
+            addr: smem.at(100),
+            bytes: 64,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME,
+        token,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"ro", None, 0);
+    let mut obs = res_obs(&sent);
+    if sent.is_ok() {
+        let note = one_note(&e.s).replace(&format!("#{token}"), "");
+        obs = format!(
+            "{obs} note={note} {} data={}",
+            got(&e.c),
+            same(&smem.read(100, 64), &pattern(64, 9))
+        );
+    }
+    r.expect("read_read_only", &obs, "OK note=OK got=ro data=ok");
+    let _ = e.c.free_mr(ro, 0);
+    let _ = e.c.free_mr(good, 0);
+    r.expect(
+        "write_stale_cookie",
+        &ib_try_write(e, good, &smem)?,
+        "REMOTE_ERROR msg=nothing",
+    );
+    let once =
+        e.c.get_mr(
+            cmem.at(2 * 4096),
+            4096,
+            RDS_RDMA_READWRITE | RDS_RDMA_USE_ONCE,
+        )
+        .map_err(|err| format!("GET_MR: {err}"))?;
+    r.expect(
+        "write_use_once",
+        &ib_try_write(e, once, &smem)?,
+        "OK msg=yes",
+    );
+    r.expect("use_once_freed", &res_obs(&e.c.free_mr(once, 0)), "EINVAL");
+    r.expect(
+        "write_use_once_again",
+        &ib_try_write(e, once, &smem)?,
+        "REMOTE_ERROR msg=nothing",
+    );
+    r.expect(
+        "write_good_at_end",
+        &{
+            let c =
+                e.c.get_mr(cmem.at(0), 4096, RDS_RDMA_READWRITE)
+                    .map_err(|err| format!("GET_MR: {err}"))?;
+            let o = ib_try_write(e, c, &smem)?;
+            let _ = e.c.free_mr(c, 0);
+            o
+        },
+        "OK msg=yes",
+    );
+    Ok(())
+}
