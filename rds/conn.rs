@@ -180,6 +180,8 @@ pub(crate) struct Conn {
     backoff: AtomicBool,
     /// Bumped by every reset: frames a transport sent before it are stale.
     epoch: AtomicU64,
+    /// When (jiffies) the connection last started connecting (see [`ConnTable::stuck`]).
+    connect_started: AtomicU64,
     /// Serialises shutdowns (the work and `destroy`).
     #[pin]
     down_lock: Mutex<()>,
@@ -321,6 +323,7 @@ impl Conn {
                 queued: AtomicUsize::new(0),
                 backoff: AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
+                connect_started: AtomicU64::new(0),
                 down_lock <- new_mutex!((), "Conn::down_lock"),
                 send_work <- new_work!("Conn::send_work"),
                 down_work <- new_work!("Conn::down_work"),
@@ -389,6 +392,8 @@ impl Conn {
         if !self.transition(ConnState::Down, ConnState::Connecting) {
             return;
         }
+        self.connect_started
+            .store(sys::jiffies(), Ordering::Release);
         if self.tconn.connect(self, ctx).is_err() {
             if self.transition(ConnState::Connecting, ConnState::Down) {
                 self.queue_reconnect();
@@ -401,7 +406,12 @@ impl Conn {
     /// For a transport accepting a connection from the peer (C: the passive side of the
     /// handshake): claims a down connection for connecting; false when it is busy.
     pub(crate) fn try_accept(&self) -> bool {
-        self.transition(ConnState::Down, ConnState::Connecting)
+        let claimed = self.transition(ConnState::Down, ConnState::Connecting);
+        if claimed {
+            self.connect_started
+                .store(sys::jiffies(), Ordering::Release);
+        }
+        claimed
     }
 
     /// The transport completed a connect (any context; C: `rds_connect_path_complete`): the
@@ -1148,6 +1158,31 @@ impl ConnTable {
     /// Destroys every connection (module unload).
     pub(crate) fn destroy_all(&self, ctx: &ProcessCtx) {
         while self.destroy_one(ctx, |_| true) {}
+    }
+
+    /// Drops the connections that started connecting before `before` (jiffies) and are
+    /// connecting still: a handshake whose last event never came (a request or reply lost
+    /// with no error reported, two ends each waiting for the other) starts over instead of
+    /// holding the connection for ever. Returns how many.
+    pub(crate) fn stuck(&self, before: u64) -> usize {
+        let mut stuck = KVec::new();
+        {
+            let conns = self.conns.lock();
+            for c in conns.values() {
+                let started = c.connect_started.load(Ordering::Acquire);
+                if c.state() == ConnState::Connecting
+                    && (started as i64).wrapping_sub(before as i64) < 0
+                    && stuck.push(c.clone(), GFP_ATOMIC).is_err()
+                {
+                    break;
+                }
+            }
+        }
+        for c in &stuck {
+            stats::inc(Stat::RsConnConnectTimeout);
+            c.drop_connection();
+        }
+        stuck.len()
     }
 
     /// Reaps the connections idle since `before` (jiffies); returns how many went.

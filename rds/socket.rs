@@ -176,17 +176,23 @@ impl Shared {
     }
 
     /// The reaper (a delayed work that requeues itself): connections idle for the idle time
-    /// go, then congestion maps nobody uses.
+    /// go, connections stuck connecting start over, then congestion maps nobody uses go.
     fn reap(this: Arc<Self>, ctx: &ProcessCtx) {
         let now = sys::jiffies();
         let before = now.wrapping_sub(sys::conn_idle_jiffies());
         this.conns.reap(before, ctx);
+        this.conns
+            .stuck(now.wrapping_sub(sys::ms_to_jiffies(CONNECT_TIMEOUT_MS)));
         this.cong.reap();
         let delay = sys::reap_interval();
         let shared = this.clone();
         DelayedWork::queue(&shared.wq, this, delay);
     }
 }
+
+/// How long a connection may stay connecting before it starts over (rdma_cm's address and
+/// route resolution take at most 5 s each; a live peer answers a request within seconds).
+const CONNECT_TIMEOUT_MS: u32 = 30_000;
 
 impl NetExit for Shared {
     fn net_exit(&self, net: NetId) {
