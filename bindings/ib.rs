@@ -422,6 +422,10 @@ pub(crate) const WC_SUCCESS: i32 = 0;
 pub(crate) const WC_FLUSH_ERR: i32 = 5;
 /// `IB_WC_REM_ACCESS_ERR`: the peer refused a remote access (r_key, range, permission).
 pub(crate) const WC_REM_ACCESS_ERR: i32 = 10;
+/// `IB_WC_RETRY_EXC_ERR`: the peer did not answer (transport retries exhausted).
+pub(crate) const WC_RETRY_EXC_ERR: i32 = 12;
+/// `IB_WC_RNR_RETRY_EXC_ERR`: the peer had no receive posted (RNR retries exhausted).
+pub(crate) const WC_RNR_RETRY_EXC_ERR: i32 = 13;
 
 /// Who handles the completions of work requests naming a [`WrCqe`].
 pub(crate) trait WcHandler: Send + Sync {

@@ -41,7 +41,7 @@ use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, IbClient,
     IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, UserMr, Wc, WcHandler,
     QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV,
-    TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_SUCCESS,
+    TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
 };
 use crate::bindings::mm::random_u32;
 use crate::bindings::net::NetId;
@@ -53,7 +53,8 @@ use crate::proto::{
     frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState,
     Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region, Stat,
     WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT,
-    RDS_IB_PORT6, RDS_RDMA_OTHER_ERROR, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS, REJ_INCOMPAT,
+    RDS_IB_PORT6, RDS_RDMA_DROPPED, RDS_RDMA_OTHER_ERROR, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS,
+    REJ_INCOMPAT,
 };
 use crate::rdma::{OpKind, RdmaOp};
 use crate::recv::{self, RxCtx};
@@ -604,14 +605,15 @@ impl SendSource for Keep {
 }
 
 /// The `RDS_RDMA_*` status of an operation whose work request failed with `wc_status` (C:
-/// `rds_ib_send_unmap_op`'s mapping): a remote access error is the peer's refusal (a bad
-/// r_key, an address outside the registration, no write permission), anything else an
-/// error of the connection.
+/// `rds_ib_send_unmap_op`'s mapping, except for a lost peer): a remote access error is the
+/// peer's refusal (a bad r_key, an address outside the registration, no write permission);
+/// retries exhausted mean the peer was lost, as a flush does (C: `RDS_RDMA_OTHER_ERROR`);
+/// anything else is an error of the connection.
 fn op_status(wc_status: i32) -> i32 {
-    if wc_status == WC_REM_ACCESS_ERR {
-        RDS_RDMA_REMOTE_ERROR
-    } else {
-        RDS_RDMA_OTHER_ERROR
+    match wc_status {
+        WC_REM_ACCESS_ERR => RDS_RDMA_REMOTE_ERROR,
+        WC_RETRY_EXC_ERR | WC_RNR_RETRY_EXC_ERR => RDS_RDMA_DROPPED,
+        _ => RDS_RDMA_OTHER_ERROR,
     }
 }
 

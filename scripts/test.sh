@@ -254,10 +254,13 @@ for fam in v4 v6; do
     expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
   done
 done
+for check in each_reported_once statuses_ok_or_dropped old_cookie_after messages_once pinned_back; do
+  expect+=(--expect "$res/b/ib-faults-rs.tap:ib_rdma_flood_$check")
+done
 # Faults mid-stream (ib-faults.sh) and the bad peer (ib-bad.sh; the scenario list is the
 # script's).
 for check in setup link_down_up rdma_link_readd stream_ab_exactly_once_in_order \
-    stream_ba_exactly_once_in_order; do
+    stream_ba_exactly_once_in_order rdma_flood_link; do
   expect+=(--expect "$res/b/ib-faults-rs.tap:ib_fault_rxe_$check")
 done
 for soft in rxe siw; do
@@ -287,6 +290,11 @@ for g in a:c b:rs; do
   for fam in v4 v6; do
     expect+=(--expect "$res/${g%%:*}/ib-pair-${g#*:}.tap:ib_pair_${g#*:}_echo_$fam")
   done
+done
+# Round 7: RDMA both ways at once, each side's registrant and operator.
+for role in registrant operator; do
+  expect+=(--expect "$res/a/ib-pair-c.tap:ib_rdma_pair_c_with_rs_$role"
+           --expect "$res/b/ib-pair-rs.tap:ib_rdma_pair_rs_with_c_$role")
 done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
   "$res/a" "$res/b"

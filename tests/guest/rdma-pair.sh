@@ -15,7 +15,9 @@
 #      the rest: from some message on, every one exactly once and in order up to the last
 #      (what arrived while no socket was bound is dropped, as RDS drops messages for a port
 #      nobody holds; the check prints how many);
-#   6. the same with the roles swapped: C streams to rds_rs, rds_rs is reloaded.
+#   6. the same with the roles swapped: C streams to rds_rs, rds_rs is reloaded;
+#   7. RDMA both ways at once (rds-tests ib-rdma-pair): each side registers memory with
+#      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT
 # The guests reach this step at different times (each first runs its half of the suite) and
@@ -145,6 +147,13 @@ if [ $loaded_ok -eq 0 ]; then
   if [ $met -eq 1 ]; then
     reload_round 5; meet 5 && reload_round 6; meet 6
   fi
+  # 7. RDMA both ways at once: each side's registrant asks the other's operator for 30
+  #    writes and reads of its RDMA_MAP registrations (rds-tests ib-rdma-pair).
+  if [ $met -eq 1 ]; then
+    run_prog harness.tap "ib_rdma_pair_$impl" "$TESTS" ib-rdma-pair "$ME" "$PEER" \
+      "${impl}_with_${peer_impl}" 30 >> "$OUT/$f"
+    meet 7
+  fi
   if [ $impl = c ]; then
     unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
   else
@@ -153,7 +162,7 @@ if [ $loaded_ok -eq 0 ]; then
   fi
 else
   tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
-  for r in 0 1 2 3 4 5a 5 6a 6; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
+  for r in 0 1 2 3 4 5a 5 6a 6 7; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
 rdma link delete "${SOFT}0"
 kmemleak_report

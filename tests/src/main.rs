@@ -57,6 +57,7 @@ mod hostile;
 mod ib;
 mod ib_bad;
 mod ib_mr;
+mod ib_rdma_pair;
 mod info;
 mod load;
 mod netns;
@@ -250,6 +251,7 @@ fn main() -> ExitCode {
                 | "ib-bad"
                 | "ib-sink"
                 | "ib-source"
+                | "ib-rdma-flood"
         ) {
             watchdog(suite.to_string(), std::time::Duration::from_secs(300));
         }
@@ -289,6 +291,8 @@ fn main() -> ExitCode {
         ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
         ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
         ["ib-rdma", rest @ ..] => rdma::ib_run(&mut report, rest),
+        ["ib-rdma-pair", rest @ ..] => ib_rdma_pair::run(&mut report, rest),
+        ["ib-rdma-flood", rest @ ..] => rdma::ib_flood(&mut report, rest),
         ["ib-sink", rest @ ..] => ib::sink(rest),
         ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
