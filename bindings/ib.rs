@@ -1290,6 +1290,20 @@ struct Slots<K> {
     open: bool,
 }
 
+impl<K> Slots<K> {
+    /// Send slot `slot`, if posting is allowed and the slot is free (`ENOTCONN`, `EBUSY`).
+    fn free_send(&mut self, slot: u32) -> Result<&mut Option<Outstanding<K>>> {
+        if !self.open {
+            return Err(super::net::enotconn());
+        }
+        let st = self.sends.get_mut(slot as usize).ok_or(EINVAL)?;
+        if st.is_some() {
+            return Err(EBUSY);
+        }
+        Ok(st)
+    }
+}
+
 /// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
 /// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
 /// and `nrecv` receive slots (a header buffer and a 4 KiB page each). Completions of every
@@ -1507,13 +1521,7 @@ impl<K: SendSource + 'static> Qp<K> {
             .as_ref()
             .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
         let mut slots = self.slots.lock();
-        if !slots.open {
-            return Err(super::net::enotconn());
-        }
-        let st = slots.sends.get_mut(slot as usize).ok_or(EINVAL)?;
-        if st.is_some() {
-            return Err(EBUSY);
-        }
+        let st = slots.free_send(slot)?;
         self.send_hdrs.write(off, hdr)?;
         // SAFETY: The QP exists while open (type invariant), checked under the lock that
         // `close` takes; the cqe lives in this object, which drains the QP before it goes; the
@@ -1563,13 +1571,7 @@ impl<K: SendSource + 'static> Qp<K> {
         }
         let n = maps.len();
         let mut slots = self.slots.lock();
-        if !slots.open {
-            return Err(super::net::enotconn());
-        }
-        let st = slots.sends.get_mut(slot as usize).ok_or(EINVAL)?;
-        if st.is_some() {
-            return Err(EBUSY);
-        }
+        let st = slots.free_send(slot)?;
         // SAFETY: As in `post_send`: the QP exists while open (checked under the lock), the
         // cqe lives in this object, and the mappings stay in the slot (stored below, under the
         // same lock) until the completion or the drain.

@@ -3,7 +3,8 @@
 //! connection's queue pair), their cookies carried by the message as `RDS_CMSG_RDMA_DEST`.
 //!
 //! `rds-tests ib-rdma-pair MY PEER NAME OPS`: both sides run both roles at once.
-//! - The registrant (MY port 4400) sends the peer's operator OPS requests, one at a time: a
+//! - The registrant (MY port 4400) pings the peer's operator until it answers (a message for
+//!   a port nobody holds yet is dropped), then sends it OPS requests, one at a time: a
 //!   message with `RDS_CMSG_RDMA_MAP` of a buffer, asking for a write (of a pattern it will
 //!   check) or a read (of a pattern it put there, whose hash it sends along). It checks a
 //!   write's data the moment the operator's answer arrives (the answer follows the write on
@@ -75,6 +76,19 @@ fn registrant(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
     let s = sock(SocketAddr::new(my, REG_PORT))?;
     let to = SocketAddr::new(peer, OP_PORT);
     let mem = RdmaMem::new(262_144 + 8192).map_err(|e| format!("mmap: {e}"))?;
+    // The peer's operator must be there first (a message for a port nobody holds is
+    // dropped): a ping until it answers.
+    let t0 = Instant::now();
+    loop {
+        if t0.elapsed() > 2 * STEP {
+            return Err("the operator never answered a ping".into());
+        }
+        if s.send_to(b"P", to).is_ok()
+            && next_msg(&s, Duration::from_secs(1)).is_ok_and(|(p, _)| p == b"p")
+        {
+            break;
+        }
+    }
     let mut bad = Vec::new();
     for i in 0..ops {
         let len = SIZES[i % SIZES.len()];
@@ -113,7 +127,13 @@ fn registrant(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
                 Err(e) => return Err(format!("request {i}: sendmsg: {}", err_name(&e))),
             }
         }
-        let answer = next_msg(&s, STEP).map_err(|e| format!("answer {i}: {e}"))?;
+        // Late answers to the pings are not answers.
+        let answer = loop {
+            let a = next_msg(&s, STEP).map_err(|e| format!("answer {i}: {e}"))?;
+            if a.0 != b"p" {
+                break a;
+            }
+        };
         let want = {
             let mut a = vec![b'D'];
             a.extend_from_slice(&(i as u32).to_be_bytes());
@@ -144,8 +164,15 @@ fn operator(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
     let mem = RdmaMem::new(262_144 + 8192).map_err(|e| format!("mmap: {e}"))?;
     let mut bad = Vec::new();
     let to = SocketAddr::new(peer, REG_PORT);
-    for n in 0..ops {
+    let mut n = 0;
+    while n < ops {
         let (req, cookie) = next_msg(&s, 4 * STEP).map_err(|e| format!("request {n}: {e}"))?;
+        if req == b"P" {
+            s.send_to(b"p", to)
+                .map_err(|e| format!("ping answer: {}", err_name(&e)))?;
+            continue;
+        }
+        n += 1;
         if req.len() != 14 || req[0] != b'R' {
             return Err(format!("request {n}: {req:?}"));
         }

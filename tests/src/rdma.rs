@@ -2177,6 +2177,18 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let cookie =
         e.c.get_mr(cmem.at(0), SLOTS * SLOT as u64, RDS_RDMA_READWRITE)
             .map_err(|err| format!("GET_MR: {err}"))?;
+    // A write of server slot `slot` into the same slot of the registration, token = slot.
+    let slot_write = |slot: u64| Op {
+        cookie,
+        remote_addr: slot * SLOT as u64,
+        remote_bytes: SLOT as u64,
+        local: vec![RdsIovec {
+            addr: smem.at(slot as usize * SLOT),
+            bytes: SLOT as u64,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+        token: slot,
+    };
     let mut issued = 0u64;
     let mut reported = std::collections::BTreeMap::<u64, i32>::new();
     let mut dups = 0u64;
@@ -2195,17 +2207,9 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         // Issue while the window has room.
         while stopping.is_none() && issued - (reported.len() as u64).min(issued) < WINDOW {
             let token = issued + 1;
-            let slot = token % SLOTS;
             let op = Op {
-                cookie,
-                remote_addr: slot * SLOT as u64,
-                remote_bytes: SLOT as u64,
-                local: vec![RdsIovec {
-                    addr: smem.at(slot as usize * SLOT),
-                    bytes: SLOT as u64,
-                }],
-                flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
                 token,
+                ..slot_write(token % SLOTS)
             };
             match rdma_op(
                 &e.s,
@@ -2289,15 +2293,8 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         smem.write(slot as usize * SLOT, &data);
         let token = 1_000_000 + k;
         let op = Op {
-            cookie,
-            remote_addr: slot * SLOT as u64,
-            remote_bytes: SLOT as u64,
-            local: vec![RdsIovec {
-                addr: smem.at(slot as usize * SLOT),
-                bytes: SLOT as u64,
-            }],
-            flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
             token,
+            ..slot_write(slot)
         };
         let sent = rdma_op(&e.s, &e.ca, &op, b"after", None, 0);
         let note = if sent.is_ok() {
