@@ -1080,12 +1080,29 @@ impl DmaMapping {
         {
             return Err(EINVAL);
         }
+        // SAFETY: The page is allocated (borrowed) and the range is inside it (checked above).
+        unsafe { Self::raw_page(dev, page.as_ptr().cast(), off, len, to_device) }
+    }
+
+    /// Maps `len` bytes of the page `page` at `off`.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a page that stays allocated while the mapping exists, and `off + len` is at
+    /// most the page size.
+    unsafe fn raw_page(
+        dev: Device,
+        page: *mut raw::page,
+        off: usize,
+        len: usize,
+        to_device: bool,
+    ) -> Result<Self> {
         let mut addr = 0u64;
-        // SAFETY: The page is allocated and the range is inside it.
+        // SAFETY: Per the function's safety requirements; `addr` is valid for writes.
         let r = unsafe {
             raw::rds_rs_ib_map_page(
                 dev.as_ptr(),
-                page.as_ptr().cast(),
+                page,
                 off,
                 len,
                 c_int::from(to_device),
@@ -1124,39 +1141,17 @@ impl DmaMapping {
         if !to_device {
             pages.mark_dirty();
         }
-        // SAFETY: Each piece is inside a page `pages` pins (`for_each_page`), and the caller
-        // keeps the pin for as long as the mappings exist.
         pages.for_each_page(offset, len, |page, off, n| {
             if failed.is_some() {
                 return;
             }
-            let mut addr = 0u64;
-            // SAFETY: See above.
-            let r = unsafe {
-                raw::rds_rs_ib_map_page(
-                    dev.as_ptr(),
-                    page.cast(),
-                    off,
-                    n,
-                    c_int::from(to_device),
-                    &mut addr,
-                )
-            };
-            if r != 0 {
-                failed = Some(ENOMEM);
-                return;
-            }
-            // INVARIANT: mapped just now.
-            let m = Self {
-                dev,
-                addr,
-                len: n,
-                page: true,
-                to_device,
-            };
-            if let Err(e) = maps.push(m, GFP_KERNEL) {
-                // `m` was dropped (unmapped) by the failed push.
-                failed = Some(e.into());
+            // SAFETY: The piece is inside a page `pages` pins (`for_each_page`), and the
+            // caller keeps the pin for as long as the mappings exist.
+            let mapped = unsafe { Self::raw_page(dev, page, off, n, to_device) }
+                // A failed push drops (unmaps) the mapping.
+                .and_then(|m| maps.push(m, GFP_KERNEL).map_err(Error::from));
+            if let Err(e) = mapped {
+                failed = Some(e);
             }
         })?;
         match failed {
@@ -1249,7 +1244,6 @@ pub(crate) trait SendSource: Send + Sync {
     fn piece(&self, idx: usize) -> Option<Piece<'_>>;
 }
 
-/// A send slot's state while its SEND is outstanding.
 /// What a posted send work request uses, until it completes. The mappings are dropped
 /// (unmapped) before the keeper (which may own the mapped pages).
 struct Outstanding<K> {

@@ -108,16 +108,16 @@ impl IbState {
     }
 
     fn find(&self, dev: Device) -> Option<Arc<IbDev>> {
-        self.devs
-            .lock()
-            .iter()
-            .find(|d| d.dev == dev && !d.removing.load(Ordering::Acquire))
-            .cloned()
+        self.find_id(dev.id())
     }
 
     /// The device that serves the local address `addr`, if the transport has it.
     fn find_addr(&self, addr: &Addr, ctx: &ProcessCtx) -> Option<Arc<IbDev>> {
-        let id = Device::for_addr(&addr.0, 0, ctx)?;
+        self.find_id(Device::for_addr(&addr.0, 0, ctx)?)
+    }
+
+    /// The device of identity `id` ([`Device::id`]), unless it is going away.
+    fn find_id(&self, id: usize) -> Option<Arc<IbDev>> {
         self.devs
             .lock()
             .iter()
@@ -207,11 +207,12 @@ impl IbClient for Client {
         // registrations out meanwhile.
         let mut pd = data.pd.lock();
         let mrs = core::mem::replace(&mut *data.mrs.lock(), RBTree::new());
-        let revoked = mrs.iter().count();
+        let mut revoked = 0;
         for (_, cell) in mrs.iter() {
             let mr = cell.lock().take();
             drop(mr);
             stats::inc(Stat::RsIbMrRevoked);
+            revoked += 1;
         }
         drop(mrs);
         let pd = pd.take();
@@ -656,7 +657,6 @@ impl Path {
     /// request completes, flushed), and goes with its id and resources.
     fn teardown(&self, ctx: &ProcessCtx) {
         pr_debug!("ib path {:p} teardown\n", self);
-        // The QP first: it may use the id `pending` still holds.
         // RDMA requests still out get a moment to complete by themselves before the QP is
         // flushed (their completions are handled while the path still holds the QP): a peer
         // that refused one (a bad r_key) sends its NAK before it disconnects, but the
@@ -669,6 +669,7 @@ impl Path {
                 waited += 10;
             }
         }
+        // The QP first: it may use the id `pending` still holds.
         let qpr = self.qpr.lock().take();
         if let Some(q) = qpr {
             q.qp.shutdown(ctx);
@@ -1253,34 +1254,28 @@ impl Qpr {
         let mut raddr = *remote_addr;
         let mut pieces = maps.into_iter();
         for k in 0..want {
-            let mut chunk = KVec::with_capacity(per, GFP_KERNEL).map_err(|_| XmitError::NoMem);
             let mut bytes = 0u64;
-            if let Ok(c) = chunk.as_mut() {
-                for m in pieces.by_ref().take(per) {
-                    bytes += m.len() as u64;
-                    // Room for `per` was reserved.
-                    let _ = c.push(m, GFP_KERNEL);
-                }
-            }
-            let keep = Keep::Rdma {
-                msg: msg.clone(),
-                completes: alone && k + 1 == want,
-            };
-            let posted = chunk.and_then(|c| {
-                self.qp
-                    .post_rdma(
+            let posted = KVec::with_capacity(per, GFP_KERNEL)
+                .map_err(Error::from)
+                .and_then(|mut chunk| {
+                    for m in pieces.by_ref().take(per) {
+                        bytes += m.len() as u64;
+                        // Room for `per` was reserved.
+                        chunk.push(m, GFP_KERNEL)?;
+                    }
+                    let keep = Keep::Rdma {
+                        msg: msg.clone(),
+                        completes: alone && k + 1 == want,
+                    };
+                    self.qp.post_rdma(
                         (pos + k) % nslots,
                         keep,
-                        c,
+                        chunk,
                         *write,
                         (raddr, op.rkey),
                         SEND_SIGNALED,
                     )
-                    .map_err(|_| XmitError::Full)
-            });
-            if posted.is_ok() {
-                self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
-            }
+                });
             if posted.is_err() {
                 // The QP is going (or failed): the rest of the slots go back, and the reset
                 // reports the operation dropped (it is never sent again).
@@ -1288,6 +1283,7 @@ impl Qpr {
                 conn.drop_connection();
                 return Err(XmitError::Full);
             }
+            self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
             raddr = raddr.wrapping_add(bytes);
         }
         stats::inc(if *write {
