@@ -67,7 +67,8 @@ struct RdsModule {
     sysctl: Option<bindings::sys::SysctlRegistration>,
     #[cfg(rds_test)]
     hooks: Option<bindings::testhooks::TestHooks>,
-    shared: Arc<socket::Shared>,
+    /// The module's reference to the shared state: at unload, after the teardown, the last one.
+    shared: Option<Arc<socket::Shared>>,
 }
 
 impl kernel::Module for RdsModule {
@@ -106,7 +107,7 @@ impl kernel::Module for RdsModule {
             sysctl,
             #[cfg(rds_test)]
             hooks,
-            shared,
+            shared: Some(shared),
         })
     }
 }
@@ -114,19 +115,28 @@ impl kernel::Module for RdsModule {
 impl Drop for RdsModule {
     fn drop(&mut self) {
         let ctx = bindings::sync::ProcessCtx::enter();
+        let Some(shared) = self.shared.take() else {
+            return;
+        };
         drop(self.family.take());
         if let Some(ib) = self.ib.as_mut() {
             ib.stop_listening();
         }
-        self.shared.stop_reaper(&ctx);
+        shared.stop_reaper(&ctx);
         drop(self.pernet.take());
-        self.shared.conns.destroy_all(&ctx);
+        shared.conns.destroy_all(&ctx);
         // Every device is removed from the IB transport (no connection is left).
         drop(self.ib.take());
         #[cfg(rds_test)]
         drop(self.hooks.take());
-        self.shared.wq.drain();
+        shared.wq.drain();
         bindings::sync::flush_deferred(&ctx);
         drop(self.sysctl.take());
+        // Nothing may hold the shared state now: a reference left would keep its workqueue
+        // and everything in it for ever. Said loudly (the tests fail on it) rather than only
+        // found by kmemleak, so that the unload that leaked is known.
+        if Arc::into_unique_or_drop(shared).is_none() {
+            pr_err!("leak: the shared state is still referenced after unload\n");
+        }
     }
 }

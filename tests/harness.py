@@ -40,7 +40,7 @@ BAD_LOG = [
     r"possible recursive locking", r"inconsistent lock state", r"suspicious RCU usage",
     r"unreferenced object", r"blocked for more than", r"soft lockup",
     r"hard LOCKUP", r"rust_panic", r"panicked at", r"Call Trace:",
-    r"kmemleak: .*disabled", r"Cannot allocate a kmemleak",
+    r"kmemleak: .*disabled", r"Cannot allocate a kmemleak", r"rds_rs: leak:",
 ]
 # Console lines that come from the kernel (vng prints messages of its own there too).
 KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\]")
@@ -179,6 +179,30 @@ def parse_ktap(dmesg):
     return cases, suites
 
 
+def leak_summary(text):
+    """kmemleak's report, shortened for the result line: one line per unreferenced object
+    (size, allocating task, age, the first caller outside the allocators), then the first
+    objects in full. Every object is counted, so a long report is not cut to its oldest few."""
+    objs = re.split(r"(?m)^(?=unreferenced object )", text)
+    objs = [o for o in objs if o.startswith("unreferenced object ")]
+    if not objs:
+        return text[:2000]
+    lines = [f"{len(objs)} unreferenced objects"]
+    alloc = re.compile(r"kmalloc|kmem_cache|krealloc|__alloc|alloc_pages|vmalloc|"
+                       r"kzalloc|kvmalloc|kmemdup|ReallocFunc|Allocator|slab")
+    for o in objs[:60]:
+        size = re.search(r"\(size (\d+)\)", o)
+        who = re.search(r'comm "([^"]*)", pid (\d+), jiffies (\d+)', o)
+        frames = [l.strip() for l in o.splitlines()[1:]
+                  if re.match(r"\s+(0x[0-9a-f]+|[A-Za-z_][\w.]*\+0x)", l) and not alloc.search(l)]
+        lines.append(f"  size {size.group(1) if size else '?'} "
+                     f"comm {who.group(1) if who else '?'} pid {who.group(2) if who else '?'} "
+                     f"jiffies {who.group(3) if who else '?'}: {' < '.join(frames[:3])}")
+    if len(objs) > 60:
+        lines.append(f"  ... and {len(objs) - 60} more")
+    return "\n".join(lines) + "\n" + "".join(objs[:2])[:3000]
+
+
 def judge(dirs, expect=()):
     """Counts every result in the given run directories, prints failures, compares the C and
     Rust observations, and returns (passed, failed)."""
@@ -234,7 +258,7 @@ def judge(dirs, expect=()):
         leaks_path = os.path.join(d, "kmemleak.txt")
         if os.path.exists(leaks_path):
             leaks = open(leaks_path, errors="replace").read().strip()
-            result(leaks == "", f"{label}/kmemleak", leaks[:2000])
+            result(leaks == "", f"{label}/kmemleak", leak_summary(leaks))
         else:
             result(False, f"{label}/kmemleak", "no kmemleak report collected")
         bad = []

@@ -30,7 +30,11 @@ unload_c() {
 }
 load_rs() {
   loaded rds && { echo "refusing to load rds_rs while C RDS is loaded" >&2; return 1; }
-  insmod "$MODULE" && echo "$MODULE" >> "$OUT/rs-loads"
+  insmod "$MODULE" || return
+  echo "$MODULE" >> "$OUT/rs-loads"
+  # Where this load's code is, to read module addresses in a later kmemleak report.
+  echo "uptime $(cut -d" " -f1 /proc/uptime) pid-next $(sh -c 'echo $$') text $(cat /sys/module/rds_rs/sections/.text 2>/dev/null)" \
+    >> "$OUT/rs-sections"
 }
 # The test build runs its KUnit suite at every insmod: the harness expects that many cases
 # for the loads of this guest so far (every step that loads rds_rs calls this at its end).
