@@ -49,6 +49,10 @@ pub(crate) struct DevAttrs {
     pub(crate) iwarp: bool,
     /// The device executes atomic operations (`atomic_cap` is not `IB_ATOMIC_NONE`).
     pub(crate) atomics: bool,
+    /// The device executes the masked atomics too (`masked_atomic_cap`).
+    pub(crate) masked_atomics: bool,
+    /// Memory registrations the device holds at most.
+    pub(crate) max_mr: u32,
 }
 
 /// An RDMA device, borrowed from the device core.
@@ -88,6 +92,8 @@ impl Device {
             max_send_sge: a.max_send_sge,
             iwarp: a.iwarp,
             atomics: a.atomic_cap != 0,
+            masked_atomics: a.masked_atomic_cap != 0,
+            max_mr: a.max_mr,
         }
     }
 
@@ -782,14 +788,16 @@ impl<'a> CmIdRef<'a> {
         })
     }
 
-    /// Posts an RDMA WRITE (`write`) or READ between the local pieces `sges` (device
-    /// addresses and lengths, at most [`MAX_SGE`]) and the peer's registration `rkey` at
-    /// `remote_addr`; `flags` are [`SEND_SIGNALED`] and [`SEND_FENCE`].
+    /// Posts an RDMA work request `wr` between the local pieces `sges` (device addresses and
+    /// lengths, at most [`MAX_SGE`]; an atomic has one, 8 bytes, for the old value) and the
+    /// peer's registration `rkey` at `remote_addr`; `flags` are [`SEND_SIGNALED`] and
+    /// [`SEND_FENCE`].
     ///
     /// # Safety
     ///
     /// As for [`CmIdRef::post_send`]; the pieces are mapped for the device (to read them for
-    /// a WRITE, to write them for a READ) and stay so until the request completes.
+    /// a WRITE, to write them for a READ or an atomic) and stay so until the request
+    /// completes.
     #[expect(clippy::too_many_arguments)]
     pub(crate) unsafe fn post_rdma(
         self,
@@ -797,7 +805,7 @@ impl<'a> CmIdRef<'a> {
         addrs: &[u64],
         lens: &[u32],
         lkey: u32,
-        write: bool,
+        wr: &RdmaWr,
         remote: (u64, u32),
         flags: i32,
     ) -> Result {
@@ -805,8 +813,10 @@ impl<'a> CmIdRef<'a> {
         if n == 0 || n > MAX_SGE || lens.len() != n {
             return Err(EINVAL);
         }
-        // SAFETY: Per the function's safety requirements; both arrays hold `n` entries, which
-        // the helper copies before it returns.
+        let (kind, at) = wr.raw();
+        let at_ptr = at.as_ref().map_or(ptr::null(), ptr::from_ref);
+        // SAFETY: Per the function's safety requirements; both arrays hold `n` entries and
+        // `at_ptr` is null or points to `at`, all of which the helper copies before it returns.
         to_result(unsafe {
             raw::rds_rs_ib_post_rdma(
                 self.ptr.as_ptr(),
@@ -815,9 +825,10 @@ impl<'a> CmIdRef<'a> {
                 lens.as_ptr(),
                 n as u32,
                 lkey,
-                write,
+                kind,
                 remote.0,
                 remote.1,
+                at_ptr,
                 flags,
             )
         })
@@ -847,6 +858,90 @@ impl<'a> CmIdRef<'a> {
                 lkey,
             )
         })
+    }
+}
+
+/// What an RDMA work request does.
+pub(crate) enum RdmaWr {
+    /// RDMA WRITE: the local pieces to the remote range.
+    Write,
+    /// RDMA READ: the remote range to the local pieces.
+    Read,
+    /// Compare-and-swap on the remote 8 bytes: where `(old ^ compare) & compare_mask` is 0,
+    /// they become `(old & !swap_mask) | (swap & swap_mask)`. Masks of all ones post IB's
+    /// plain opcode, others the masked one.
+    Cswp {
+        /// Compared with the remote value.
+        compare: u64,
+        /// Written on a match.
+        swap: u64,
+        /// The bits compared.
+        compare_mask: u64,
+        /// The bits swapped.
+        swap_mask: u64,
+    },
+    /// Fetch-and-add on the remote 8 bytes; a carry out of a bit set in `nocarry_mask` is
+    /// dropped. A zero mask posts IB's plain opcode, others the masked one.
+    Fadd {
+        /// The addend.
+        add: u64,
+        /// The field boundaries.
+        nocarry_mask: u64,
+    },
+}
+
+impl RdmaWr {
+    /// Whether the request needs the device's masked atomics.
+    pub(crate) fn masked(&self) -> bool {
+        match *self {
+            RdmaWr::Cswp {
+                compare_mask,
+                swap_mask,
+                ..
+            } => compare_mask != u64::MAX || swap_mask != u64::MAX,
+            RdmaWr::Fadd { nocarry_mask, .. } => nocarry_mask != 0,
+            RdmaWr::Write | RdmaWr::Read => false,
+        }
+    }
+
+    /// The glue's kind and atomic operands.
+    fn raw(&self) -> (c_int, Option<raw::rds_rs_ib_atomic>) {
+        let masked = self.masked();
+        match *self {
+            RdmaWr::Write => (raw::RDS_RS_IB_WR_WRITE as c_int, None),
+            RdmaWr::Read => (raw::RDS_RS_IB_WR_READ as c_int, None),
+            RdmaWr::Cswp {
+                compare,
+                swap,
+                compare_mask,
+                swap_mask,
+            } => (
+                if masked {
+                    raw::RDS_RS_IB_WR_MASKED_CSWP
+                } else {
+                    raw::RDS_RS_IB_WR_CSWP
+                } as c_int,
+                Some(raw::rds_rs_ib_atomic {
+                    compare_add: compare,
+                    swap,
+                    compare_add_mask: if masked { compare_mask } else { 0 },
+                    swap_mask: if masked { swap_mask } else { 0 },
+                }),
+            ),
+            RdmaWr::Fadd { add, nocarry_mask } => (
+                if masked {
+                    raw::RDS_RS_IB_WR_MASKED_FADD
+                } else {
+                    raw::RDS_RS_IB_WR_FADD
+                } as c_int,
+                Some(raw::rds_rs_ib_atomic {
+                    compare_add: add,
+                    swap: 0,
+                    compare_add_mask: nocarry_mask,
+                    swap_mask: 0,
+                }),
+            ),
+        }
     }
 }
 
@@ -1549,7 +1644,7 @@ impl<K: SendSource + 'static> Qp<K> {
         slot: u32,
         keeper: K,
         maps: KVec<DmaMapping>,
-        write: bool,
+        wr: &RdmaWr,
         remote: (u64, u32),
         flags: i32,
     ) -> Result {
@@ -1570,15 +1665,8 @@ impl<K: SendSource + 'static> Qp<K> {
         // cqe lives in this object, and the mappings stay in the slot (stored below, under the
         // same lock) until the completion or the drain.
         let r = unsafe {
-            self.idref().post_rdma(
-                cqe,
-                &addrs[..n],
-                &lens[..n],
-                self.lkey,
-                write,
-                remote,
-                flags,
-            )
+            self.idref()
+                .post_rdma(cqe, &addrs[..n], &lens[..n], self.lkey, wr, remote, flags)
         };
         if r.is_ok() {
             *st = Some(Outstanding {

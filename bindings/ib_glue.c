@@ -63,6 +63,7 @@ void rds_rs_ib_dev_attrs(struct ib_device *dev, struct rds_rs_ib_attrs *out)
 	out->atomic_cap = a->atomic_cap;
 	out->masked_atomic_cap = a->masked_atomic_cap;
 	out->max_fast_reg_page_list_len = a->max_fast_reg_page_list_len;
+	out->max_mr = a->max_mr;
 	out->device_cap_flags = a->device_cap_flags;
 	out->iwarp = rdma_protocol_iwarp(dev, rdma_start_port(dev));
 }
@@ -424,34 +425,60 @@ int rds_rs_ib_post_send(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 
  * RDS_RS_IB_MAX_SGE, all under lkey) to or from the peer's registration rkey at remote_addr.
  */
 int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *addrs,
-			const u32 *lens, u32 nsge, u32 lkey, bool write, u64 remote_addr,
-			u32 rkey, int flags)
+			const u32 *lens, u32 nsge, u32 lkey, int kind, u64 remote_addr,
+			u32 rkey, const struct rds_rs_ib_atomic *at, int flags)
 {
 	struct ib_sge sge[RDS_RS_IB_MAX_SGE];
-	struct ib_rdma_wr wr = {
-		.wr = {
-			.wr_cqe = cqe,
-			.sg_list = sge,
-			.num_sge = nsge,
-			.opcode = write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ,
-		},
-		.remote_addr = remote_addr,
-		.rkey = rkey,
-	};
+	struct ib_rdma_wr rdma = {};
+	struct ib_atomic_wr atomic = {};
+	struct ib_send_wr *wr;
 	u32 i;
 
 	if (nsge == 0 || nsge > RDS_RS_IB_MAX_SGE)
 		return -EINVAL;
+	switch (kind) {
+	case RDS_RS_IB_WR_WRITE:
+	case RDS_RS_IB_WR_READ:
+		rdma.wr.opcode = kind == RDS_RS_IB_WR_WRITE ? IB_WR_RDMA_WRITE : IB_WR_RDMA_READ;
+		rdma.remote_addr = remote_addr;
+		rdma.rkey = rkey;
+		wr = &rdma.wr;
+		break;
+	case RDS_RS_IB_WR_CSWP:
+	case RDS_RS_IB_WR_FADD:
+	case RDS_RS_IB_WR_MASKED_CSWP:
+	case RDS_RS_IB_WR_MASKED_FADD:
+		if (!at || nsge != 1 || lens[0] != sizeof(u64))
+			return -EINVAL;
+		atomic.wr.opcode = kind == RDS_RS_IB_WR_CSWP ? IB_WR_ATOMIC_CMP_AND_SWP :
+				   kind == RDS_RS_IB_WR_FADD ? IB_WR_ATOMIC_FETCH_AND_ADD :
+				   kind == RDS_RS_IB_WR_MASKED_CSWP ?
+				   IB_WR_MASKED_ATOMIC_CMP_AND_SWP :
+				   IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+		atomic.remote_addr = remote_addr;
+		atomic.rkey = rkey;
+		atomic.compare_add = at->compare_add;
+		atomic.swap = at->swap;
+		atomic.compare_add_mask = at->compare_add_mask;
+		atomic.swap_mask = at->swap_mask;
+		wr = &atomic.wr;
+		break;
+	default:
+		return -EINVAL;
+	}
 	for (i = 0; i < nsge; i++) {
 		sge[i].addr = addrs[i];
 		sge[i].length = lens[i];
 		sge[i].lkey = lkey;
 	}
+	wr->wr_cqe = cqe;
+	wr->sg_list = sge;
+	wr->num_sge = nsge;
 	if (flags & RDS_RS_IB_SIGNALED)
-		wr.wr.send_flags |= IB_SEND_SIGNALED;
+		wr->send_flags |= IB_SEND_SIGNALED;
 	if (flags & RDS_RS_IB_FENCE)
-		wr.wr.send_flags |= IB_SEND_FENCE;
-	return ib_post_send(id->qp, &wr.wr, NULL);
+		wr->send_flags |= IB_SEND_FENCE;
+	return ib_post_send(id->qp, wr, NULL);
 }
 
 int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,

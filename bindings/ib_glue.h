@@ -30,6 +30,7 @@ struct rds_rs_ib_attrs {
 	u32 atomic_cap;		/* enum ib_atomic_cap */
 	u32 masked_atomic_cap;
 	u32 max_fast_reg_page_list_len;
+	u32 max_mr;
 	u64 device_cap_flags;
 	bool iwarp;
 };
@@ -94,9 +95,28 @@ int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 
 			u64 data, u32 data_len, u32 lkey);
 /* RDMA work requests: at most this many local pieces each (C: RDS_IB_MAX_SGE). */
 #define RDS_RS_IB_MAX_SGE	8
+/* The operation of an RDMA work request (rds_rs_ib_post_rdma's `kind`). */
+#define RDS_RS_IB_WR_WRITE		0
+#define RDS_RS_IB_WR_READ		1
+#define RDS_RS_IB_WR_CSWP		2
+#define RDS_RS_IB_WR_FADD		3
+#define RDS_RS_IB_WR_MASKED_CSWP	4
+#define RDS_RS_IB_WR_MASKED_FADD	5
+
+/* The operands of an atomic work request (IB's names: for a fetch-and-add, compare_add is the
+ * addend and compare_add_mask the field boundaries). */
+struct rds_rs_ib_atomic {
+	u64 compare_add;
+	u64 swap;
+	u64 compare_add_mask;
+	u64 swap_mask;
+};
+
+/* An RDMA WRITE or READ of nsge pieces, or an atomic (one 8-byte piece, the old value's
+ * destination; `at` its operands), on the peer's rkey at remote_addr. */
 int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *addrs,
-			const u32 *lens, u32 nsge, u32 lkey, bool write, u64 remote_addr,
-			u32 rkey, int flags);
+			const u32 *lens, u32 nsge, u32 lkey, int kind, u64 remote_addr,
+			u32 rkey, const struct rds_rs_ib_atomic *at, int flags);
 /* Completions call this (Rust) with the work request's ib_cqe. */
 void rds_rs_ib_wc(struct ib_cqe *cqe, int status, int opcode, u32 byte_len);
 

@@ -257,8 +257,9 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
 
 /// `RDS_INFO_IB_CONNECTIONS` / `RDS6_INFO_IB_CONNECTIONS` (C: `rds_ib_ic_info`): every IB
 /// connection (IB runs in the initial namespace only); the IPv4 table leaves IPv6 connections
-/// out. Registration pools: rds-rs registers per device without pools, so `rdma_mr_max` and
-/// `rdma_mr_size` are 0.
+/// out. Registration pools: rds-rs registers on the device without pools; `rdma_mr_max` is
+/// how many registrations the device holds, `rdma_mr_size` the pages one may span (C: the size
+/// of its 1 MiB pool and that pool's pages per registration).
 fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
     let mut r = Records::new(RdmaConnInfo::len(v6), len);
     shared.conns.try_for_each(NetId::init(), |c| {
@@ -276,8 +277,8 @@ fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
             max_send_wr: i.max_send_wr,
             max_recv_wr: i.max_recv_wr,
             max_send_sge: i.max_send_sge,
-            rdma_mr_max: 0,
-            rdma_mr_size: 0,
+            rdma_mr_max: i.mr_max,
+            rdma_mr_size: i.mr_size,
             tos: c.key.tos,
             sl: i.sl,
             cache_allocs: 0,

@@ -111,7 +111,7 @@ pub(crate) fn sendmsg(
     } else {
         SendRdma::default()
     };
-    let mut m = match make_message(sock, &conn, &route, payload, &mut rdma) {
+    let mut m = match make_message(sock, &conn, &route, payload, &mut rdma, ctx) {
         Ok(m) => m,
         Err(e) => {
             s.undo_rdma(&mut rdma, ctx);
@@ -154,11 +154,12 @@ fn make_message(
     route: &Route,
     payload: Payload,
     rdma: &mut SendRdma,
+    ctx: &ProcessCtx,
 ) -> Result<ListArc<Message>> {
     if rdma
         .op
         .as_deref()
-        .is_some_and(|op| !conn.transport.runs_op(op))
+        .is_some_and(|op| !conn.transport.runs_op(conn, op, ctx))
     {
         return Err(eopnotsupp());
     }

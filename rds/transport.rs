@@ -90,9 +90,15 @@ pub(crate) trait Transport: Send + Sync {
         None
     }
 
-    /// Whether `xmit` carries a message with operation `op` (a transport may register memory
-    /// for its peers, and run some operations, before it runs all of them).
-    fn runs_op(&self, _op: &crate::rdma::RdmaOp) -> bool {
+    /// Whether `xmit` carries a message with operation `op` on `conn` (a transport may
+    /// register memory for its peers, and run some operations, before it runs all of them; a
+    /// device may lack some).
+    fn runs_op(
+        &self,
+        _conn: &crate::conn::Conn,
+        _op: &crate::rdma::RdmaOp,
+        _ctx: &ProcessCtx,
+    ) -> bool {
         self.mr_ops().is_some()
     }
 }
@@ -157,6 +163,10 @@ pub(crate) struct RdmaInfo {
     pub(crate) max_send_sge: u32,
     /// Service level.
     pub(crate) sl: u8,
+    /// Registrations the connection's device can hold (C: its 1 MiB pool's size).
+    pub(crate) mr_max: u32,
+    /// Pages one registration may span (C: the 1 MiB pool's).
+    pub(crate) mr_size: u32,
 }
 
 /// A request to register user memory for remote access.

@@ -39,7 +39,7 @@
 
 use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, IbClient,
-    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, SendSource, UserMr, Wc, WcHandler,
+    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, RdmaWr, SendSource, UserMr, Wc, WcHandler,
     QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV,
     TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
 };
@@ -50,11 +50,11 @@ use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Frag, InData, LentFrags, Message, Payload, RxSlot};
 use crate::proto::{
-    frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, ConnPriv, ConnState,
-    Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region, Stat,
-    WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, PRIV_LEN_V6, RDS_IB_PORT,
-    RDS_IB_PORT6, RDS_RDMA_DROPPED, RDS_RDMA_OTHER_ERROR, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS,
-    REJ_INCOMPAT,
+    frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, AtomicOp, ConnPriv,
+    ConnState, Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region,
+    Stat, WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, MAX_MR_PAGES,
+    PRIV_LEN_V6, RDS_IB_PORT, RDS_IB_PORT6, RDS_RDMA_DROPPED, RDS_RDMA_OTHER_ERROR,
+    RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS, REJ_INCOMPAT,
 };
 use crate::rdma::{OpKind, RdmaOp};
 use crate::recv::{self, RxCtx};
@@ -85,6 +85,9 @@ const RECV_WR: u32 = 256;
 const RESOLVE_MS: i32 = 5000;
 /// How long a teardown waits for RDMA requests still out to complete by themselves.
 const RDMA_SETTLE_MS: u32 = 1000;
+
+/// The pages of a registration that C takes from its 8 KiB pool (`RDS_MR_8K_MSG_SIZE`).
+const MR_8K_PAGES: u64 = 2;
 
 /// The transport.
 pub(crate) struct IbTransport;
@@ -147,6 +150,14 @@ pub(crate) struct IbDev {
     paths: AtomicUsize,
     /// The device is going away: no new path.
     removing: AtomicBool,
+}
+
+impl IbDev {
+    /// Whether the device executes the atomic request `wr`: atomics at all, and the masked
+    /// opcodes when the masks are not trivial (rxe has only the plain ones).
+    fn runs_atomic(&self, wr: &RdmaWr) -> bool {
+        self.attrs.atomics && (!wr.masked() || self.attrs.masked_atomics)
+    }
 }
 
 /// The ib_client: adds every RDMA device (IB, RoCE, iWARP) and takes its connections down
@@ -358,6 +369,8 @@ impl MrHandle for IbMr {
 struct IbMrReg {
     dev: Arc<IbDev>,
     rkey: u32,
+    /// Of C's 8 KiB pool's size (for the counters).
+    small: bool,
     cell: Arc<MrCell>,
     _pages: crate::rdma::RegPages,
 }
@@ -370,6 +383,11 @@ impl Drop for IbMrReg {
         if mr.is_some() {
             stats::inc(Stat::RsIbMrDeregistered);
         }
+        stats::inc(if self.small {
+            Stat::IbRdmaMr8kFree
+        } else {
+            Stat::IbRdmaMr1mFree
+        });
         // Deregistered here; the pages are unpinned after, when `_pages` goes.
         drop(mr);
     }
@@ -389,13 +407,13 @@ impl MrOps for IbTransport {
             // `Documentation/rdma.md`.
             return Err(crate::bindings::net::eopnotsupp());
         }
-        let region = loop_region(
-            &RdsIovec {
-                addr: req.addr,
-                bytes: req.len,
-            },
-            random_u32(),
-        );
+        let vec = RdsIovec {
+            addr: req.addr,
+            bytes: req.len,
+        };
+        let region = loop_region(&vec, random_u32());
+        // C's pool of the registration's size, for its counters.
+        let small = vec.pages() <= MR_8K_PAGES;
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let cell = Arc::pin_init(new_mutex!(None, "IbMr::cell"), GFP_KERNEL)?;
         let rkey = {
@@ -423,10 +441,16 @@ impl MrOps for IbTransport {
             rkey
         };
         stats::inc(Stat::RsIbMrRegistered);
+        stats::inc(if small {
+            Stat::IbRdmaMr8kAlloc
+        } else {
+            Stat::IbRdmaMr1mAlloc
+        });
         let reg = ProcessDrop::new(
             IbMrReg {
                 dev,
                 rkey,
+                small,
                 cell,
                 _pages: req.pages,
             },
@@ -488,9 +512,17 @@ impl Transport for IbTransport {
         Some(&IB)
     }
 
-    fn runs_op(&self, op: &RdmaOp) -> bool {
-        // RDMA reads and writes; atomics are not carried yet.
-        matches!(op.kind, OpKind::Rdma { .. })
+    fn runs_op(&self, conn: &Conn, op: &RdmaOp, ctx: &ProcessCtx) -> bool {
+        // Atomics need a device that has them (siw has none; rxe only the plain ones). A
+        // device that is gone fails the operation when it is posted.
+        match &op.kind {
+            OpKind::Rdma { .. } => true,
+            OpKind::Atomic { op: a, .. } => conn
+                .shared
+                .ib
+                .find_addr(&conn.key.laddr, ctx)
+                .is_none_or(|d| d.runs_atomic(&atomic_wr(a))),
+        }
     }
 }
 
@@ -571,6 +603,8 @@ impl ConnTransport for IbConn {
                 info.max_send_wr = q.qp.nsend();
                 info.max_recv_wr = q.qp.nrecv();
                 info.max_send_sge = q.dev.attrs.max_send_sge.min(8);
+                info.mr_max = q.dev.attrs.max_mr;
+                info.mr_size = u32::try_from(MAX_MR_PAGES).unwrap_or(u32::MAX);
             }
         }
         Some(info)
@@ -578,6 +612,24 @@ impl ConnTransport for IbConn {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// The work request of an atomic operation.
+fn atomic_wr(a: &AtomicOp) -> RdmaWr {
+    match *a {
+        AtomicOp::Fadd { add, nocarry_mask } => RdmaWr::Fadd { add, nocarry_mask },
+        AtomicOp::Cswp {
+            compare,
+            swap,
+            compare_mask,
+            swap_mask,
+        } => RdmaWr::Cswp {
+            compare,
+            swap,
+            compare_mask,
+            swap_mask,
+        },
     }
 }
 
@@ -1191,16 +1243,6 @@ impl Qpr {
         let Some(op) = msg.op.as_deref() else {
             return Ok(());
         };
-        let OpKind::Rdma {
-            write,
-            remote_addr,
-            local,
-        } = &op.kind
-        else {
-            // `runs_op` keeps atomics out.
-            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
-            return Ok(());
-        };
         if self.dev.attrs.iwarp {
             // iWARP needs a registration with remote write for the sink of a read, and no
             // iWARP peer can hand out a cookie yet (`Documentation/rdma.md`).
@@ -1208,18 +1250,51 @@ impl Qpr {
             return Ok(());
         }
         let mut maps = KVec::new();
-        for seg in local.iter() {
-            // SAFETY: The pages belong to the operation, which the message owns; every work
-            // request keeps the message (`Keep::Rdma`) and its slot unmaps its pieces before
-            // letting the message go.
-            let m = unsafe {
-                DmaMapping::pinned(self.dev.dev, &seg.pages, seg.offset, seg.len, *write)
+        let (wr, remote_addr, stat) = match &op.kind {
+            OpKind::Rdma {
+                write,
+                remote_addr,
+                local,
+            } => {
+                for seg in local.iter() {
+                    // SAFETY: The pages belong to the operation, which the message owns; every
+                    // work request keeps the message (`Keep::Rdma`) and its slot unmaps its
+                    // pieces before letting the message go.
+                    let m = unsafe {
+                        DmaMapping::pinned(self.dev.dev, &seg.pages, seg.offset, seg.len, *write)
+                    }
+                    .map_err(|_| XmitError::NoMem)?;
+                    for piece in m {
+                        maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+                    }
+                }
+                if *write {
+                    (RdmaWr::Write, *remote_addr, Stat::RsIbRdmaWrite)
+                } else {
+                    (RdmaWr::Read, *remote_addr, Stat::RsIbRdmaRead)
+                }
             }
-            .map_err(|_| XmitError::NoMem)?;
-            for piece in m {
-                maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+            OpKind::Atomic {
+                op: a,
+                remote_addr,
+                local,
+                offset,
+            } => {
+                let wr = atomic_wr(a);
+                if !self.dev.runs_atomic(&wr) {
+                    // The device changed since `runs_op` looked.
+                    send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+                    return Ok(());
+                }
+                // SAFETY: As above: the old value's 8 bytes, in the operation's page.
+                let m = unsafe { DmaMapping::pinned(self.dev.dev, &**local, *offset, 8, false) }
+                    .map_err(|_| XmitError::NoMem)?;
+                for piece in m {
+                    maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+                }
+                (wr, *remote_addr, Stat::RsIbAtomic)
             }
-        }
+        };
         if maps.is_empty() {
             // Nothing to move.
             if alone {
@@ -1251,7 +1326,7 @@ impl Qpr {
             pos
         };
         let nslots = self.qp.nsend();
-        let mut raddr = *remote_addr;
+        let mut raddr = remote_addr;
         let mut pieces = maps.into_iter();
         for k in 0..want {
             let mut bytes = 0u64;
@@ -1271,7 +1346,7 @@ impl Qpr {
                         (pos + k) % nslots,
                         keep,
                         chunk,
-                        *write,
+                        &wr,
                         (raddr, op.rkey),
                         SEND_SIGNALED,
                     )
@@ -1286,11 +1361,7 @@ impl Qpr {
             self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
             raddr = raddr.wrapping_add(bytes);
         }
-        stats::inc(if *write {
-            Stat::RsIbRdmaWrite
-        } else {
-            Stat::RsIbRdmaRead
-        });
+        stats::inc(stat);
         Ok(())
     }
 
@@ -1333,10 +1404,15 @@ impl Qpr {
                 Some(f) if k == 0 => f,
                 _ => &hdr,
             };
-            // The first SEND behind an RDMA read, or a fenced operation, waits for it.
+            // The first SEND behind an RDMA read or an atomic (whose results the message
+            // announces), or a fenced operation, waits for it.
             let fence = frag == 0
                 && msg.op.as_deref().is_some_and(|op| {
-                    op.fence || matches!(op.kind, OpKind::Rdma { write: false, .. })
+                    op.fence
+                        || matches!(
+                            op.kind,
+                            OpKind::Rdma { write: false, .. } | OpKind::Atomic { .. }
+                        )
                 });
             let flags = if fence { flags | SEND_FENCE } else { flags };
             let keep = Keep::Send {

@@ -230,7 +230,10 @@ rdma_ib="connect cookie_offset_keeps_page_offset write_at_remote_offset read_at_
   write_remote_bytes_larger write_exact_end read_remote_bytes_larger write_then_message_in_place
   write_good write_forged_rkey write_good_after_reconnect write_read_only read_read_only
   write_stale_cookie write_use_once use_once_freed write_use_once_again write_good_at_end
-  nothing_left"
+  atomic_fadd atomic_fadd_wraps atomic_cswp_hit atomic_cswp_miss atomic_masked_fadd_fields16
+  atomic_masked_fadd_bit7 atomic_masked_fadd_mask0 atomic_masked_cswp_hit
+  atomic_masked_cswp_miss atomic_host_byte_order atomic_fadd_sequence atomic_second_word
+  barrier_after_writes barrier_after_refused nothing_left"
 for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
   for n in 1 2 16 512; do
     [ "$n" -gt "${size#*:}" ] && continue
@@ -250,7 +253,7 @@ mr_rxe="no_connection successive_keys_differ live_keys_distinct registered_count
 for k in read_only unaligned 1mib use_once; do mr_rxe+=" get_mr_$k cookie_offset_$k"; done
 for fam in v4 v6; do
   for check in $mr_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
-  for check in no_connection get_mr; do
+  for check in no_connection get_mr atomic; do
     expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
   done
 done

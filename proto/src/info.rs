@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 19;
+pub const STAT_COUNT: usize = 36 + 39 + 20;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1107,6 +1107,8 @@ stats! {
     RsIbRdmaWrite => "rs_ib_rdma_write",
     /// rds-rs: RDMA reads posted over IB (one per operation).
     RsIbRdmaRead => "rs_ib_rdma_read",
+    /// rds-rs: atomic operations posted over IB.
+    RsIbAtomic => "rs_ib_atomic",
     /// rds-rs: connections that stayed connecting for 30 s and started over.
     RsConnConnectTimeout => "rs_conn_connect_timeout",
 }

@@ -14,10 +14,11 @@
 //! - siw: `EOPNOTSUPP` (siw ignores the iova asked for and addresses a registration by the
 //!   user's virtual address, which a cookie cannot carry: `Documentation/rdma.md`).
 
+use crate::rdma::atomic_op;
 use crate::util::res_obs;
 use crate::Report;
 use librds::rdma::{RDS_RDMA_INVALIDATE, RDS_RDMA_READWRITE, RDS_RDMA_USE_ONCE};
-use librds::{RdmaMem, RdsSocket, Transport};
+use librds::{AtomicArgs, AtomicOp, RdmaMem, RdsSocket, Transport};
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
 
@@ -68,6 +69,31 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         r.expect(
             &format!("{p}_get_mr"),
             &res_obs(&s.get_mr(mem.at(0), 4096, RDS_RDMA_READWRITE)),
+            "EOPNOTSUPP",
+        );
+        // siw has no atomics: refused at sendmsg (towards the other end of the pair).
+        let peer: IpAddr = match ip {
+            IpAddr::V4(a) => {
+                let [x, y, z, w] = a.octets();
+                IpAddr::from([x, y, z, if w == 1 { 2 } else { 1 }])
+            }
+            IpAddr::V6(a) => {
+                let mut o = a.octets();
+                o[15] = if o[15] == 1 { 2 } else { 1 };
+                IpAddr::from(o)
+            }
+        };
+        let a = AtomicArgs {
+            cookie: librds::rdma::make_cookie(0x1234, 0),
+            local_addr: mem.at(0),
+            remote_addr: 0,
+            op: AtomicOp::Fadd { add: 1 },
+            flags: 0,
+            user_token: 0,
+        };
+        r.expect(
+            &format!("{p}_atomic"),
+            &res_obs(&atomic_op(&s, &SocketAddr::new(peer, 4721), &a, b"", None)),
             "EOPNOTSUPP",
         );
         return Ok(());

@@ -407,7 +407,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     transfers(r, &mut e)?;
     remote_offsets(r, &mut e)?;
     map_and_dest(r, &mut e)?;
-    atomics(r, &mut e)?;
+    atomics(r, &mut e, true)?;
     registrations(r, &mut e)?;
     notifications(r, &mut e)?;
     silent(r, &mut e)?;
@@ -843,7 +843,10 @@ fn ref_masked_fadd(old: u64, add: u64, mask: u64) -> u64 {
 
 /// Atomics: values checked in the remote registration and in the local result (host byte
 /// order).
-fn atomics(r: &mut Report, e: &mut Env) -> Result<(), String> {
+/// `masked`: the transport runs the masked atomics (loopback does; rxe has only the plain
+/// opcodes, so there a masked operation with masks that are not trivial fails with
+/// `EOPNOTSUPP` and changes nothing, and one with trivial masks runs as the plain one).
+fn atomics(r: &mut Report, e: &mut Env, masked: bool) -> Result<(), String> {
     let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
     let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
     // A registration of 64 bytes across a page boundary; the atomic's 8 bytes are in the
@@ -950,6 +953,28 @@ fn atomics(r: &mut Report, e: &mut Env) -> Result<(), String> {
         };
         let sent = atomic_op(&e.s, &e.ca, &a, b"atomic", None);
         let mut obs = res_obs(&sent);
+        let plain = match op {
+            AtomicOp::MaskedFadd { nocarry_mask, .. } => nocarry_mask == 0,
+            AtomicOp::MaskedCswp {
+                compare_mask,
+                swap_mask,
+                ..
+            } => compare_mask == u64::MAX && swap_mask == u64::MAX,
+            _ => true,
+        };
+        if !masked && !plain {
+            r.expect(
+                name,
+                &format!(
+                    "{obs} remote={:#x} local={:#x} nothing={}",
+                    cmem.read_u64(base + roff),
+                    smem.read_u64(16),
+                    silent_for(&e.c, Duration::from_millis(200))
+                ),
+                &format!("EOPNOTSUPP remote={old:#x} local=0x5555555555555555 nothing=true"),
+            );
+            continue;
+        }
         if sent.is_ok() {
             let m = got(&e.c);
             let note = one_note(&e.s).replace(&format!("#{token}"), "");
@@ -1949,6 +1974,9 @@ pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     remote_offsets(r, &mut e)?;
     ib_ordering(r, &mut e)?;
     ib_refusals(r, &mut e)?;
+    // rxe has the plain atomics only.
+    atomics(r, &mut e, false)?;
+    ib_barrier(r, &mut e)?;
     r.expect("nothing_left", &leftovers(&e.c, &e.s), "");
     Ok(())
 }
@@ -2052,6 +2080,93 @@ fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, Stri
         nothing_or(&e.c, Duration::from_secs(2), "yes")
     };
     Ok(format!("{note} msg={msg}"))
+}
+
+/// The barrier over IB: 32 writes sent back to back, each given its id; one blocking barrier
+/// on the last id returns once all are complete (their messages all arrive, and the data of
+/// each is in place); then a refused write (forged r_key) completes too: a barrier on its id
+/// returns, and the mark passes it.
+fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const N: usize = 32;
+    const SLOT: usize = 4096;
+    let cmem = RdmaMem::new(N * SLOT).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(N * SLOT).map_err(|e| format!("mmap: {e}"))?;
+    cmem.fill(0);
+    let cookie =
+        e.c.get_mr(cmem.at(0), (N * SLOT) as u64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let mut ids = Vec::new();
+    for i in 0..N {
+        smem.write(i * SLOT, &pattern(SLOT, i as u64 + 100));
+        let op = Op {
+            cookie,
+            remote_addr: (i * SLOT) as u64,
+            remote_bytes: SLOT as u64,
+            local: vec![RdsIovec {
+                addr: smem.at(i * SLOT),
+                bytes: SLOT as u64,
+            }],
+            flags: RDS_RDMA_READWRITE,
+            token: 0,
+        };
+        let mut id = 0u64;
+        rdma_op(&e.s, &e.ca, &op, b"bar", Some(&mut id), 0)
+            .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+        ids.push(id);
+    }
+    let last = ids.last().copied().unwrap_or(0);
+    let consecutive = ids.windows(2).all(|w| w[1] == w[0] + 1);
+    let (res, mark) = e.s.barrier(&e.ca, last, 0);
+    // Every write's data is in place once the barrier says it completed.
+    let in_place = (0..N)
+        .filter(|i| cmem.read(i * SLOT, SLOT) == pattern(SLOT, *i as u64 + 100))
+        .count();
+    let mut msgs = 0;
+    for _ in 0..N {
+        if got(&e.c) == "got=bar" {
+            msgs += 1;
+        }
+    }
+    r.expect(
+        "barrier_after_writes",
+        &format!(
+            "{} reached={} ids_consecutive={consecutive} in_place={in_place} msgs={msgs}",
+            res_obs(&res),
+            mark >= last
+        ),
+        &format!("OK reached=true ids_consecutive=true in_place={N} msgs={N}"),
+    );
+    // A refused operation completes (failed) and the mark passes it.
+    let token = e.tok();
+    let op = Op {
+        cookie: cookie ^ 0x00FF_FF00,
+        remote_addr: 0,
+        remote_bytes: 64,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 64,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+        token,
+    };
+    let mut id = 0u64;
+    rdma_op(&e.s, &e.ca, &op, b"bad", Some(&mut id), 0)
+        .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+    let (res, mark) = e.s.barrier(&e.ca, id, 0);
+    let note = one_note(&e.s).replace(&format!("#{token}"), "");
+    r.expect(
+        "barrier_after_refused",
+        &format!(
+            "{} next_id={} reached={} note={note} msg={}",
+            res_obs(&res),
+            id == last + 1,
+            mark >= id,
+            nothing_or(&e.c, Duration::from_secs(2), "yes")
+        ),
+        "OK next_id=true reached=true note=REMOTE_ERROR msg=nothing",
+    );
+    let _ = e.c.free_mr(cookie, 0);
+    Ok(())
 }
 
 /// What the peer refuses: a forged r_key, a write into a read-only registration, a stale
