@@ -5,7 +5,9 @@ as Markdown (and prints it) and a PNG chart.
   report.py --raw FILE --md FILE [--png FILE] [--meta KEY=VALUE]... [--baseline FILE.md]
 
 bench-raw.txt has one line per run: "PASS IMPL SIZE DEPTH REQ/S MEDIAN MB/S RTT-US" (PASS is
-main or repeat, IMPL c, rs or unix), or "PASS IMPL SIZE DEPTH FAIL". The Markdown file keeps
+main or repeat, IMPL c, rs or unix), or "PASS IMPL SIZE DEPTH FAIL"; and for RDMA over rxe
+"ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c, rs or raw, KIND write, read or send), or
+"ib IMPL KIND SIZE DEPTH FAIL". The Markdown file keeps
 those lines in a block at its end, so that a later report can compare against it
 (--baseline: adds the baseline's rs/C and this run's rs rate against the baseline's).
 """
@@ -40,6 +42,40 @@ def parse_raw(lines):
         if cfg not in order[f[0]]:
             order[f[0]].append(cfg)
     return runs, order
+
+
+def parse_ib(lines):
+    """Returns {(impl, kind, size, depth): (rate, mb) or None (failed)} of the RDMA rows and
+    their (kind, size, depth) in order (the raw rows are keyed with depth 1)."""
+    runs, order = {}, []
+    for line in lines:
+        f = line.split()
+        if len(f) < 6 or f[0] != "ib":
+            continue
+        key = (f[1], f[2], int(f[3]), int(f[4]))
+        runs[key] = None if f[5] == "FAIL" else (float(f[5]), float(f[6]) if len(f) > 6 else 0.0)
+        if f[1] != "raw" and (f[2], int(f[3]), int(f[4])) not in order:
+            order.append((f[2], int(f[3]), int(f[4])))
+    return runs, order
+
+
+def ib_table(runs, order):
+    """The RDMA table: rates and MB/s of rs, C and raw verbs, and their ratios."""
+    head = ["operation", "size", "depth", "rs /s", "C /s", "raw /s", "rs MB/s", "C MB/s",
+            "raw MB/s", "rs/C", "rs/raw", "C/raw"]
+    t = [head]
+    for kind, size, depth in order:
+        r = {i: runs.get((i, kind, size, depth)) for i in ("rs", "c")}
+        r["raw"] = runs.get(("raw", kind, size, 1))
+        rate = {i: (v[0] if v else None) for i, v in r.items()}
+        mb = {i: (f"{v[1]:,.1f}" if v else "FAIL") for i, v in r.items()}
+        name = {"write": "RDMA write", "read": "RDMA read", "send": "request/ack"}.get(kind, kind)
+        t.append([name, human(size), str(depth), fmt_rate(rate["rs"]), fmt_rate(rate["c"]),
+                  fmt_rate(rate["raw"]), mb["rs"], mb["c"], mb["raw"],
+                  fmt_ratio(ratio(rate["rs"], rate["c"])),
+                  fmt_ratio(ratio(rate["rs"], rate["raw"])),
+                  fmt_ratio(ratio(rate["c"], rate["raw"]))])
+    return t
 
 
 def raw_block(text):
@@ -127,6 +163,19 @@ def main():
            "each), so a rate is a per-instruction cost and repeats from boot to boot.", ""]
     md += md_table(table)
     md.append("")
+    ib_runs, ib_order = parse_ib(raw)
+    itable = ib_table(ib_runs, ib_order) if ib_order else None
+    if itable:
+        md += ["RDMA over soft-RoCE in the same guest (an rxe device on each end of a veth pair): "
+               "`rds-stress -D SIZE [-Z] -o` (one task each side, 64-byte requests and acks, "
+               "`depth` outstanding, each request moving SIZE by RDMA write or read into or out "
+               "of memory its request registered) against C RDS/IB and rds_rs; raw: perftest's "
+               "`ib_write_bw`/`ib_read_bw` of SIZE over the same devices (its own queue depth, "
+               "polling at nice 19). Last row: 64-byte requests at depth 1 (a round trip each), "
+               "raw: `ibv_rc_pingpong -e` round trips of 64-byte sends. Ratios are of the rates.",
+               ""]
+        md += md_table(itable)
+        md.append("")
     if spread:
         md.append("Repeatability (the same configuration run again at the end of the guest): "
                   + "; ".join(f"{human(s)} depth {d} {i} {x:,.0f} and {y:,.0f} ({p:.3f}%)"
@@ -151,6 +200,10 @@ def main():
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
     for s, d, i, x, y, p in spread:
         print(f"repeat {human(s)} depth {d} {i}: {x:,.0f} then {y:,.0f} ({p:.3f}%)")
+    if itable:
+        widths = [max(len(r[k]) for r in itable) for k in range(len(itable[0]))]
+        for r in itable:
+            print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
 
     if a.png:
         try:

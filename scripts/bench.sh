@@ -10,6 +10,10 @@
 #   BENCH_SECS     seconds of guest time per run (default 10)
 #   BENCH_REPEAT   configurations run a second time at the end of the guest, to show the
 #                  spread (default "1024:8"; "" for none)
+#   BENCH_IB       "SIZE:DEPTH ..." of RDMA over soft-RoCE in the same guest (default "65536:8";
+#                  "" for none): RDMA writes and reads of SIZE by rds-stress -D against C RDS/IB
+#                  and rds_rs, beside perftest's raw ib_write_bw/ib_read_bw, and 64-byte
+#                  requests beside ib_send_lat
 #   BENCH_MODULE   an rds_rs.ko (built for the plain kernel) to measure instead of building
 #                  one from the tree: to compare a new module against an earlier one
 #   BENCH_NAME     the results file name without .md (default <YYYY-MM-DD>-<short commit>,
@@ -60,14 +64,16 @@ fi
 configs=${BENCH_CONFIGS:-"64:1 1024:8 16384:8 131072:2"}
 secs=${BENCH_SECS:-10}
 repeat=${BENCH_REPEAT-"1024:8"}
+ibconfigs=${BENCH_IB-"65536:8"}
 results=${BENCH_RESULTS:-$top/bench/results}
 baseline=${BENCH_BASELINE:-}
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECS must be a whole number of seconds"
-for cfg in $configs $repeat; do
+for cfg in $configs $repeat $ibconfigs; do
   [[ $cfg =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "bad configuration '$cfg' (SIZE:DEPTH)"
 done
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline results file $baseline"
 runs=$(( ($(wc -w <<< "$configs") + $(wc -w <<< "$repeat")) * 3 ))
+[ -n "$ibconfigs" ] && runs=$((runs + $(wc -w <<< "$ibconfigs") * 6 + 3))
 # Per run: the exchange and its start-up and drain, a few seconds of guest time more (about
 # one second of host time per second of guest time on 2 cores; 3 allowed); plus the boot.
 bound=$((runs * (secs + 20) * 3 + 300))
@@ -86,7 +92,8 @@ rm -rf "$out"; mkdir -p "$out"
 step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \
-  "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat"
+  "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat" \
+  "$ibconfigs"
 [ -s "$out/bench-raw.txt" ] || { tail -30 "$out/bench.log" 2>/dev/null; die "the guest measured nothing (see $out/bench.log, $out/console.txt)"; }
 
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first

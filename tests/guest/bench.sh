@@ -1,6 +1,7 @@
 #!/bin/bash
 # Guest side of `make bench` and `make soak`.
-#   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS "SIZE:DEPTH ..." "SIZE:DEPTH ..."
+#   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS "SIZE:DEPTH ..." "SIZE:DEPTH ..." \
+#            ["SIZE:DEPTH ..."]
 #     rds-stress (server and client over 127.0.0.1, two processes, one task each) for each
 #     configuration of the first list against the in-tree C RDS, rds_rs and AF_UNIX
 #     SOCK_SEQPACKET (`rds-stress -U`), in that order, SECONDS of guest time each; then the
@@ -10,6 +11,13 @@
 #     to the guest's memory first, output goes there and is copied out after each run).
 #     Writes bench-raw.txt: "PASS IMPL SIZE DEPTH REQ/S MEDIAN MB/S RTT-US" per run (PASS
 #     main or repeat), or "PASS IMPL SIZE DEPTH FAIL".
+#     The third list, RDMA over soft-RoCE (an rxe device on each end of a veth pair in this
+#     guest, 192.0.2.1 and .2): for each configuration, RDMA writes and then reads of SIZE
+#     with `rds-stress -D SIZE [-Z] -o` (64-byte requests and acks, DEPTH outstanding) against
+#     C RDS/IB (rds.ko and rds_rdma.ko) and rds_rs, each followed by perftest's raw
+#     ib_write_bw/ib_read_bw of SIZE; then 64-byte requests at depth 1 over the same link
+#     beside ibv_rc_pingpong's round trips. Lines "ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c,
+#     rs or raw; KIND write, read or send), or "ib IMPL KIND SIZE DEPTH FAIL".
 #   bench.sh soak OUT KDIR MODULE TESTS-BIN COUNT [SECONDS]
 #     `rds-tests load COUNT [SECONDS]` against rds_rs; writes soak.tap, load-rs.tap (the
 #     program's own checks), kmemleak.txt and dmesg.txt for `harness.py judge`.
@@ -41,7 +49,7 @@ if [ "$MODE" = soak ]; then
   exit 0
 fi
 
-TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-}
+TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
@@ -53,7 +61,11 @@ W=$(mktemp -d /tmp/bench.XXXXXX) || exit 1
 cp "$TOOLS/rds-stress" "$MODULE" "$W/" || exit 1
 MODULE=$W/$(basename "$MODULE")
 mkdir -p "$W/c"
-cp "$KDIR/net/rds/rds.ko" "$KDIR/net/rds/rds_tcp.ko" "$W/c/" || exit 1
+cp "$KDIR/net/rds/rds.ko" "$KDIR/net/rds/rds_tcp.ko" "$KDIR/net/rds/rds_rdma.ko" "$W/c/" \
+  || exit 1
+if [ -n "$IBCONFIGS" ]; then
+  cp /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ibv_rc_pingpong "$W/" || exit 1
+fi
 KDIR_C=$W/c
 STRESS=$W/rds-stress
 
@@ -121,6 +133,116 @@ done
 for cfg in $REPEAT; do
   for impl in c rs unix; do run repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
+# RDMA over rxe (see the top).
+ib_load() { # IMPL
+  case $1 in
+    c) loaded rds_rs && return 1; insmod "$KDIR_C/rds.ko" && insmod "$KDIR_C/rds_rdma.ko" ;;
+    rs) load_rs ;;
+  esac
+}
+# run_ib IMPL KIND SIZE DEPTH: rds-stress over rxe; appends its line to bench-raw.txt.
+run_ib() {
+  local impl=$1 kind=$2 size=$3 depth=$4 extra=() field=rdma_mb_per_s
+  case $kind in
+    write) extra=(-D "$size") ;;
+    read) extra=(-D "$size" -Z) ;;
+    send) field=mb_per_s ;;
+  esac
+  k=$((k + 1))
+  local name=run$k-ib-$impl-$kind-$size-$depth
+  local cli=$W/$name.client.txt srv=$W/$name.server.txt
+  local q=64; [ "$kind" = send ] && q=$size
+  echo "-- run $k (ib): $impl -r 192.0.2.2 -s 192.0.2.1 -o -q $q -a 64 -d $depth -t 1 -T $SECS ${extra[*]}"
+  if ! ib_load "$impl"; then
+    echo "ib $impl $kind $size $depth FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: loading $impl"; failed=1; return
+  fi
+  sync
+  timeout $((SECS + 90)) "$STRESS" -r 192.0.2.1 -p 4000 > "$srv" 2>&1 & local sp=$!
+  timeout $((SECS + 90)) "$STRESS" -r 192.0.2.2 -s 192.0.2.1 -p 4000 -o -q "$q" -a 64 \
+    -d "$depth" -t 1 -T "$SECS" "${extra[@]}" > "$cli" 2>&1; local crc=$?
+  wait "$sp"; local src=$?
+  cp "$cli" "$srv" "$OUT/"
+  if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"; then
+    local sum rate mb
+    sum=$(grep '^summary: ' "$cli")
+    rate=$(sed -n 's/.* req_per_s=\([0-9.]*\) .*/\1/p' <<< "$sum")
+    mb=$(sed -n "s/.* $field=\([0-9.]*\) .*/\1/p" <<< "$sum")
+    echo "ib $impl $kind $size $depth $rate $mb" >> "$OUT/bench-raw.txt"
+    echo "   $rate requests/s, $mb MB/s"
+  else
+    echo "ib $impl $kind $size $depth FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: ib $impl $kind $size depth $depth (client rc=$crc, server rc=$src)"
+    tail -n 5 "$cli" "$srv"
+    failed=1
+  fi
+  unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
+}
+# run_raw KIND SIZE: raw verbs over the same devices, no RDS loaded: perftest's ib_write_bw /
+# ib_read_bw for SECS seconds of guest time (messages/s from its average MiB/s), or for the
+# round trips ibv_rc_pingpong (one over its microseconds per iteration, a send each way).
+# perftest polls its completion queue: at nice 19 the polling leaves the one vCPU to rxe, which
+# does the work of both ends in the kernel (at nice 0 it takes half, and the rates drop by a
+# third; perftest's events mode runs neither writes nor timed runs). Its ib_send_lat is not
+# usable here: polling, each round trip waits for a scheduler tick (4 ms); with events it
+# hangs on rxe. ibv_rc_pingpong sleeps on completion events (-e).
+run_raw() {
+  local kind=$1 size=$2 cmd
+  case $kind in
+    write) cmd=(nice -n 19 "$W/ib_write_bw" -d rxe0 -x 1 -s "$size" -D "$SECS" -F) ;;
+    read) cmd=(nice -n 19 "$W/ib_read_bw" -d rxe0 -x 1 -s "$size" -D "$SECS" -F) ;;
+    send) cmd=("$W/ibv_rc_pingpong" -d rxe0 -g 1 -e -s "$size" -n 20000) ;;
+  esac
+  k=$((k + 1))
+  local cli=$W/run$k-raw-$kind-$size.client.txt srv=$W/run$k-raw-$kind-$size.server.txt
+  echo "-- run $k (ib): ${cmd[*]//rxe0/rxe0|rxe1}"
+  sync
+  timeout $((SECS + 90)) "${cmd[@]}" > "$srv" 2>&1 & local sp=$!
+  sleep 3
+  timeout $((SECS + 90)) "${cmd[@]//rxe0/rxe1}" 192.0.2.1 > "$cli" 2>&1; local crc=$?
+  wait "$sp"; local src=$?
+  cp "$cli" "$srv" "$OUT/"
+  local res rate= mb=
+  if [ $crc -eq 0 ] && [ "$kind" = send ]; then
+    # "N iters in T seconds = U usec/iter"
+    res=$(sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p' "$cli")
+    [ -n "$res" ] && rate=$(awk -v u="$res" 'BEGIN { if (u > 0) printf "%.0f", 1e6 / u }')
+  elif [ $crc -eq 0 ]; then
+    # "#bytes #iterations peak avg[MiB/s] MsgRate": perftest's MB is a MiB, and MsgRate's six
+    # decimals are too coarse.
+    res=$(awk -v s="$size" '$1 == s && NF >= 5 { print $4; exit }' "$cli")
+    [ -n "$res" ] && rate=$(awk -v b="$res" -v s="$size" 'BEGIN { printf "%.0f", b * 1048576 / s }')
+  fi
+  # Bytes per second as rds-stress counts them: a round trip moves SIZE each way.
+  local ways=1; [ "$kind" = send ] && ways=2
+  [ -n "$rate" ] && mb=$(awk -v r="$rate" -v s="$size" -v w=$ways 'BEGIN { printf "%.2f", r * s * w / 1e6 }')
+  if [ -n "$rate" ] && [ "$rate" != 0 ]; then
+    echo "ib raw $kind $size 1 $rate $mb" >> "$OUT/bench-raw.txt"
+    echo "   $rate /s, $mb MB/s"
+  else
+    echo "ib raw $kind $size 1 FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: raw $kind $size (client rc=$crc, server rc=$src)"
+    tail -n 5 "$cli" "$srv"
+    failed=1
+  fi
+}
+if [ -n "$IBCONFIGS" ]; then
+  if veth_rdma_up rxe; then
+    for cfg in $IBCONFIGS; do
+      for kind in write read; do
+        for impl in c rs; do run_ib "$impl" "$kind" "${cfg%:*}" "${cfg#*:}"; done
+        run_raw "$kind" "${cfg%:*}"
+      done
+    done
+    for impl in c rs; do run_ib "$impl" send 64 1; done
+    run_raw send 64
+  else
+    echo "== FAILED: could not set up rxe on a veth pair"
+    echo "ib rs write 0 0 FAIL" >> "$OUT/bench-raw.txt"
+    failed=1
+  fi
+  veth_rdma_down rxe
+fi
 echo "== $k runs in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s of guest time"
 dmesg > "$OUT/dmesg.txt"
 exit $failed

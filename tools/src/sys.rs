@@ -47,6 +47,21 @@ pub fn send2(
     dest: SocketAddrV4,
     flags: i32,
 ) -> io::Result<usize> {
+    send2_ctl(fd, head, body, dest, &[], flags)
+}
+
+/// [`send2`] with control messages `ctl` (a buffer of `cmsghdr`s, as
+/// `librds::ControlBuf::as_bytes` builds; empty for none). Inlined, so that [`send2`]'s
+/// empty `ctl` costs nothing (`make bench` counts instructions).
+#[inline(always)]
+pub fn send2_ctl(
+    fd: RawFd,
+    head: &[u8],
+    body: &[u8],
+    dest: SocketAddrV4,
+    ctl: &[u8],
+    flags: i32,
+) -> io::Result<usize> {
     let mut sin = sockaddr_in(dest);
     let mut iov = [
         libc::iovec {
@@ -64,8 +79,13 @@ pub fn send2(
     h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
     h.msg_iov = iov.as_mut_ptr();
     h.msg_iovlen = if body.is_empty() { 1 } else { 2 };
-    // SAFETY: `h` points to `sin` and `iov`, which live across the call; each iovec describes a
-    // borrowed slice of exactly its length, which the kernel only reads.
+    if !ctl.is_empty() {
+        h.msg_control = ctl.as_ptr() as *mut libc::c_void;
+        h.msg_controllen = ctl.len() as _;
+    }
+    // SAFETY: `h` points to `sin`, `iov` and `ctl`, which live across the call; each iovec
+    // describes a borrowed slice of exactly its length, and the control buffer is `ctl`'s
+    // length: the kernel only reads them.
     cvt_size(unsafe { libc::sendmsg(fd, &h, flags) })
 }
 
@@ -104,6 +124,18 @@ pub struct Received {
 
 /// Receives one message into `buf` (`recvmsg(2)`), reporting the sender and truncation.
 pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
+    recv_ctl(fd, buf, &mut [], flags).map(|(r, _)| r)
+}
+
+/// [`recv`] that also receives control messages into `ctl`; returns how many bytes of it the
+/// kernel filled (parse them with `librds::parse_cmsgs`). Inlined, as [`send2_ctl`].
+#[inline(always)]
+pub fn recv_ctl(
+    fd: RawFd,
+    buf: &mut [u8],
+    ctl: &mut [u8],
+    flags: i32,
+) -> io::Result<(Received, usize)> {
     // SAFETY: all-zero is a valid `sockaddr_in`.
     let mut sin: libc::sockaddr_in = unsafe { zeroed() };
     let mut iov = libc::iovec {
@@ -116,9 +148,15 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
     h.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
     h.msg_iov = &mut iov;
     h.msg_iovlen = 1;
-    // SAFETY: the kernel writes at most `msg_namelen` bytes into `sin` and at most
-    // `buf.len()` bytes into `buf`, both exclusively borrowed across the call.
+    if !ctl.is_empty() {
+        h.msg_control = ctl.as_mut_ptr().cast();
+        h.msg_controllen = ctl.len() as _;
+    }
+    // SAFETY: the kernel writes at most `msg_namelen` bytes into `sin`, at most `buf.len()`
+    // bytes into `buf` and at most `ctl.len()` into `ctl`, all exclusively borrowed across the
+    // call.
     let len = cvt_size(unsafe { libc::recvmsg(fd, &mut h, flags) })?;
+    let clen = (h.msg_controllen as usize).min(ctl.len());
     let from = (h.msg_namelen as usize >= size_of::<libc::sockaddr_in>()
         && sin.sin_family == libc::AF_INET as libc::sa_family_t)
         .then(|| {
@@ -127,11 +165,14 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
                 u16::from_be(sin.sin_port),
             )
         });
-    Ok(Received {
-        len: len.min(buf.len()),
-        from,
-        truncated: h.msg_flags & libc::MSG_TRUNC != 0,
-    })
+    Ok((
+        Received {
+            len: len.min(buf.len()),
+            from,
+            truncated: h.msg_flags & libc::MSG_TRUNC != 0,
+        },
+        clen,
+    ))
 }
 
 /// Receives one message into `buf` on a connected socket (`recvmsg(2)` without an address),

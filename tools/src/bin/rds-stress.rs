@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
-//!            [-a ack_bytes] [-T seconds] [-o] [-U] [-V] [-v]
+//!            [-a ack_bytes] [-D rdma_bytes [-Z]] [-T seconds] [-o] [-U] [-V] [-v]
 //! ```
 //! Without `-s` it is the passive instance (server): it listens on TCP `port` for one active
 //! instance (client), which sends it the options. From then on both behave the same: each
@@ -25,6 +25,18 @@
 //! Sends never block: `EAGAIN` (send buffer full) and `ENOBUFS` (destination port
 //! congested) are counted and retried after polling, while the task keeps receiving.
 //!
+//! With `-D bytes` every request also moves `bytes` by RDMA (as the classic tool's `-D`): the
+//! requester registers a buffer with the request (`RDS_CMSG_RDMA_MAP`, use-once, so that it
+//! works wherever C's RDS/IB does: on an established connection, without on-demand paging)
+//! and the peer, finding the cookie in the request (`RDS_CMSG_RDMA_DEST`), answers with an ack
+//! that carries an RDMA operation on it (`RDS_CMSG_RDMA_ARGS`): a write of pattern data into
+//! the buffer, or with `-Z` a read of the pattern data the requester registered (with
+//! `RDS_RDMA_FENCE`: C's IB transport otherwise lets the ack leave before the read is done).
+//! RDS delivers the ack only once the RDMA is done, so the requester checks a written buffer
+//! when the ack arrives; the reader checks what it read before it reuses the buffer. The first request to
+//! each peer goes without RDMA, and nothing more is sent to that peer until it is acked (the
+//! connection is then up, which C's registration needs).
+//!
 //! With `-U` the same exchange runs over `AF_UNIX` `SOCK_SEQPACKET` instead of RDS, as a
 //! yardstick for `make bench`: each server task listens on the abstract name
 //! `rds-stress.PORT` (PORT being the RDS port it would bind), each client task connects one
@@ -33,7 +45,8 @@
 //! task taking the place of the peer's RDS address. Both instances must be on one host (in one
 //! network namespace); the control connection is TCP as before.
 
-use librds::RdsSocket;
+use librds::rdma::{RDS_RDMA_FENCE, RDS_RDMA_READWRITE, RDS_RDMA_USE_ONCE};
+use librds::{ControlBuf, GetMrArgs, RdmaArgs, RdmaMem, RdsIovec, RdsSocket};
 use rds_tools::getopt::{self, Arg};
 use rds_tools::sys::{self, Received};
 use std::collections::VecDeque;
@@ -49,7 +62,7 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
 usage: rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req_bytes]
-                  [-a ack_bytes] [-T seconds] [-o] [-U] [-V] [-v]
+                  [-a ack_bytes] [-D rdma_bytes [-Z]] [-T seconds] [-o] [-U] [-V] [-v]
   -r addr   local address (default: that of the TCP control connection)
   -s addr   the passive instance to connect to; without -s, be the passive instance
   -p port   TCP control port; server tasks bind port+1.. (default 4000)
@@ -57,6 +70,9 @@ usage: rds-stress [-r local] [-s remote] [-p port] [-t tasks] [-d depth] [-q req
   -d n      requests each task keeps outstanding to each peer task (default 1)
   -q bytes  request size, K/M suffixes allowed (default 1024; at least 32)
   -a bytes  ack size (default 1024; at least 32)
+  -D bytes  RDMA: each request has the peer write this many bytes into the requester's
+            memory (registered with the request), 1 MiB at most
+  -Z        with -D: the peer reads them instead
   -T secs   stop after this many seconds (default: at SIGINT)
   -o        one-way: only the active instance sends requests
   -U        the same exchange over AF_UNIX SOCK_SEQPACKET instead of RDS (one host)
@@ -84,6 +100,12 @@ const MAX_PRINTED_ERRORS: u64 = 10;
 const CONTROL_MAGIC: &[u8; 4] = b"RDSS";
 /// The first message on each `AF_UNIX` connection (`-U`): this magic and the client task.
 const UNIX_SETUP_MAGIC: &[u8; 4] = b"RDSU";
+/// The most bytes one request moves by RDMA (`-D`).
+const RDMA_MAX: usize = 1 << 20;
+/// The pattern offset kind of RDMA data (beside `KIND_REQ` and `KIND_ACK`).
+const KIND_RDMA: u8 = 3;
+/// Room for the control messages of a received request (one `RDS_CMSG_RDMA_DEST`).
+const RDMA_CTL_ROOM: usize = 64;
 /// How long setting up the `AF_UNIX` connections may take.
 const UNIX_SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -108,10 +130,14 @@ struct Params {
     pcsum: bool,
     /// `-U`: over `AF_UNIX` `SOCK_SEQPACKET` instead of RDS.
     unix: bool,
+    /// `-D`: bytes moved by RDMA per request (0: none).
+    rdma: u32,
+    /// `-Z`: the RDMA is a read (of the requester's memory by the peer), not a write.
+    rdma_read: bool,
 }
 
 fn parse_opts() -> Result<Opts, String> {
-    let args = getopt::parse(std::env::args().skip(1), "r:s:p:t:d:q:a:T:oUVvch")
+    let args = getopt::parse(std::env::args().skip(1), "r:s:p:t:d:q:a:D:T:oUVZvch")
         .map_err(|e| e.to_string())?;
     let mut o = Opts {
         local: None,
@@ -126,6 +152,8 @@ fn parse_opts() -> Result<Opts, String> {
             one_way: false,
             pcsum: false,
             unix: false,
+            rdma: 0,
+            rdma_read: false,
         },
         verbose: false,
     };
@@ -139,6 +167,8 @@ fn parse_opts() -> Result<Opts, String> {
             Arg::Opt('d', v) => o.params.depth = getopt::value('d', &v).map_err(e)?,
             Arg::Opt('q', v) => o.params.req = size32('q', &v)?,
             Arg::Opt('a', v) => o.params.ack = size32('a', &v)?,
+            Arg::Opt('D', v) => o.params.rdma = size32('D', &v)?,
+            Arg::Opt('Z', _) => o.params.rdma_read = true,
             Arg::Opt('T', v) => o.params.secs = getopt::value('T', &v).map_err(e)?,
             Arg::Opt('o', _) => o.params.one_way = true,
             Arg::Opt('U', _) => o.params.unix = true,
@@ -173,6 +203,15 @@ fn check_params(p: &Params) -> Result<(), String> {
     }
     if p.depth == 0 || p.depth > 4096 {
         return Err(format!("depth {} out of range 1..4096", p.depth));
+    }
+    if p.rdma as usize > RDMA_MAX {
+        return Err(format!("-D {}: at most {RDMA_MAX} bytes", p.rdma));
+    }
+    if p.rdma > 0 && p.unix {
+        return Err("-D needs RDS (not -U)".into());
+    }
+    if p.rdma_read && p.rdma == 0 {
+        return Err("-Z needs -D".into());
     }
     for (c, v) in [('q', p.req), ('a', p.ack)] {
         if (v as usize) < HDR || v as usize > sys::RDS_MAX_MSG_SIZE {
@@ -291,7 +330,10 @@ fn recv_frame(tcp: &mut TcpStream, timeout: Duration) -> Result<Vec<u8>, String>
 }
 
 fn hello(p: &Params, addr: Ipv4Addr, ports: &[u16]) -> Vec<u8> {
-    let flags = u32::from(p.one_way) | (u32::from(p.pcsum) << 1) | (u32::from(p.unix) << 2);
+    let flags = u32::from(p.one_way)
+        | (u32::from(p.pcsum) << 1)
+        | (u32::from(p.unix) << 2)
+        | (u32::from(p.rdma_read) << 3);
     let mut w = Wire::default()
         .bytes(CONTROL_MAGIC)
         .u32(p.tasks)
@@ -300,6 +342,7 @@ fn hello(p: &Params, addr: Ipv4Addr, ports: &[u16]) -> Vec<u8> {
         .u32(p.ack)
         .u32(p.secs)
         .u32(flags)
+        .u32(p.rdma)
         .bytes(&addr.octets())
         .u32(ports.len() as u32);
     for &port in ports {
@@ -320,6 +363,7 @@ fn parse_hello(b: &[u8]) -> Result<(Params, Ipv4Addr, Vec<u16>), String> {
     let ack = r.u32()?;
     let secs = r.u32()?;
     let flags = r.u32()?;
+    let rdma = r.u32()?;
     let a = r.take(4)?;
     let addr = Ipv4Addr::new(a[0], a[1], a[2], a[3]);
     let n = r.u32()? as usize;
@@ -336,6 +380,8 @@ fn parse_hello(b: &[u8]) -> Result<(Params, Ipv4Addr, Vec<u16>), String> {
         one_way: flags & 1 != 0,
         pcsum: flags & 2 != 0,
         unix: flags & 4 != 0,
+        rdma,
+        rdma_read: flags & 8 != 0,
     };
     Ok((p, addr, ports))
 }
@@ -723,6 +769,8 @@ struct Stats {
     eagain: AtomicU64,
     enobufs: AtomicU64,
     outstanding: AtomicU64,
+    /// Bytes moved by RDMA for this task's acked requests (`-D`).
+    rdma_bytes: AtomicU64,
     /// Set once the task stopped sending requests and all of its requests were acked.
     drained: AtomicBool,
 }
@@ -744,6 +792,7 @@ struct Snap {
     eagain: u64,
     enobufs: u64,
     outstanding: u64,
+    rdma_bytes: u64,
 }
 
 impl Stats {
@@ -764,6 +813,7 @@ impl Stats {
             eagain: l(&self.eagain),
             enobufs: l(&self.enobufs),
             outstanding: l(&self.outstanding),
+            rdma_bytes: l(&self.rdma_bytes),
         }
     }
 }
@@ -784,6 +834,7 @@ impl Snap {
         self.eagain += o.eagain;
         self.enobufs += o.enobufs;
         self.outstanding += o.outstanding;
+        self.rdma_bytes += o.rdma_bytes;
         self
     }
     fn sub(&self, o: &Snap) -> Snap {
@@ -802,6 +853,7 @@ impl Snap {
             eagain: self.eagain - o.eagain,
             enobufs: self.enobufs - o.enobufs,
             outstanding: self.outstanding,
+            rdma_bytes: self.rdma_bytes - o.rdma_bytes,
         }
     }
 }
@@ -947,6 +999,8 @@ struct Peer {
     next_seq: u64,
     inflight: VecDeque<(u64, Instant)>,
     expect_req: u64,
+    /// `-D`: the first request (without RDMA) was acked: the connection is up.
+    first_acked: bool,
 }
 
 struct Task {
@@ -956,8 +1010,15 @@ struct Task {
     p: Params,
     send_requests: bool,
     peers: Vec<Peer>,
-    pending_acks: VecDeque<(usize, u64)>,
+    /// Requests to ack: peer, sequence number, and the cookie of the RDMA the ack carries.
+    pending_acks: VecDeque<(usize, u64, Option<u64>)>,
     pattern: Arc<Vec<u8>>,
+    /// `-D`: a buffer of `depth` RDMA slots per peer (written by peers, or the sink of reads).
+    rmem: Option<RdmaMem>,
+    /// `-Z`: the request whose read data each slot holds, unchecked yet (0: none).
+    read_check: Vec<u64>,
+    /// Control messages of a received request.
+    ctl: Vec<u8>,
     shared: Arc<Shared>,
     st: Arc<Stats>,
     printed: u64,
@@ -975,8 +1036,107 @@ impl Task {
         }
     }
 
-    /// Sends one message; `Ok(None)` if it went out.
-    fn send(&mut self, kind: u8, peer: usize, seq: u64) -> Result<Option<Blocked>, String> {
+    /// Whether request `seq` carries RDMA (`-D`): all but the first to each peer.
+    fn rdma_for(&self, seq: u64) -> bool {
+        self.p.rdma > 0 && seq >= 2
+    }
+
+    /// The byte offset of the RDMA slot for request `seq` of peer `peer` in `rmem`.
+    fn slot(&self, peer: usize, seq: u64) -> usize {
+        let slot_bytes = (self.p.rdma as usize).next_multiple_of(4096);
+        (peer * self.p.depth as usize + (seq % u64::from(self.p.depth)) as usize) * slot_bytes
+    }
+
+    /// The RDMA data of request `seq` of task `src`: a stretch of the pattern.
+    fn rdma_data(&self, src: u16, seq: u64) -> &[u8] {
+        let off = pattern_offset(KIND_RDMA, src, seq);
+        &self.pattern[off..off + self.p.rdma as usize]
+    }
+
+    /// `-Z`: checks the read data in the slot of request `seq` of peer `pi` (before it is
+    /// reused, or never for the last ones).
+    fn check_read(&mut self, pi: usize, slot: usize) {
+        let k = slot / (self.p.rdma as usize).next_multiple_of(4096);
+        let prev = self.read_check.get(k).copied().unwrap_or(0);
+        if prev == 0 {
+            return;
+        }
+        let Some(m) = self.rmem.as_ref() else { return };
+        let got = m.read(slot, self.p.rdma as usize);
+        if got != self.rdma_data(pi as u16, prev) {
+            let from = self.peers[pi].id;
+            self.error(format!(
+                "from {from}: request {prev}: the RDMA read brought other data"
+            ));
+        }
+        if let Some(c) = self.read_check.get_mut(k) {
+            *c = 0;
+        }
+    }
+
+    /// The control messages of a message: a request's registration (`RDS_CMSG_RDMA_MAP`) or
+    /// an ack's RDMA operation (`RDS_CMSG_RDMA_ARGS`; `iovs` keeps its local iovec).
+    fn rdma_ctl(
+        &mut self,
+        kind: u8,
+        peer: usize,
+        seq: u64,
+        cookie: Option<u64>,
+        iovs: &mut Vec<u8>,
+    ) -> ControlBuf {
+        let mut c = ControlBuf::new();
+        let bytes = u64::from(self.p.rdma);
+        if kind == KIND_REQ && self.rdma_for(seq) {
+            // Written into our slot, or the pattern read from where it lies.
+            let (addr, flags) = if self.p.rdma_read {
+                let d = self.rdma_data(self.idx, seq);
+                (d.as_ptr() as u64, RDS_RDMA_USE_ONCE)
+            } else {
+                let at = self.slot(peer, seq);
+                let m = self.rmem.as_ref().map_or(0, |m| m.at(at));
+                (m, RDS_RDMA_USE_ONCE | RDS_RDMA_READWRITE)
+            };
+            c.rdma_map(&GetMrArgs {
+                vec: RdsIovec { addr, bytes },
+                cookie_addr: 0,
+                flags,
+            });
+        } else if let (KIND_ACK, Some(cookie)) = (kind, cookie) {
+            let (local, flags) = if self.p.rdma_read {
+                let at = self.slot(peer, seq);
+                self.check_read(peer, at);
+                let k = at / (self.p.rdma as usize).next_multiple_of(4096);
+                if let Some(c) = self.read_check.get_mut(k) {
+                    *c = seq;
+                }
+                // Fenced: the ack must not leave before the read is done (C's IB transport
+                // fences only when asked; rds_rs fences every read).
+                (self.rmem.as_ref().map_or(0, |m| m.at(at)), RDS_RDMA_FENCE)
+            } else {
+                let d = self.rdma_data(peer as u16, seq);
+                (d.as_ptr() as u64, RDS_RDMA_READWRITE)
+            };
+            *iovs = librds::rdma::encode_iovecs(&[RdsIovec { addr: local, bytes }]);
+            c.rdma_args(&RdmaArgs {
+                cookie,
+                remote: RdsIovec { addr: 0, bytes },
+                local_vec_addr: iovs.as_ptr() as u64,
+                nr_local: 1,
+                flags,
+                user_token: seq,
+            });
+        }
+        c
+    }
+
+    /// Sends one message; `Ok(None)` if it went out. `cookie`: an ack's RDMA (`-D`).
+    fn send(
+        &mut self,
+        kind: u8,
+        peer: usize,
+        seq: u64,
+        cookie: Option<u64>,
+    ) -> Result<Option<Blocked>, String> {
         let len = if kind == KIND_REQ {
             self.p.req
         } else {
@@ -995,10 +1155,20 @@ impl Task {
         };
         let head = encode(&h);
         let dest = self.peers[peer].id;
+        let mut iovs = Vec::new();
+        let ctl = if self.p.rdma > 0 {
+            Some(self.rdma_ctl(kind, peer, seq, cookie, &mut iovs))
+        } else {
+            None
+        };
+        let body = &self.pattern[off..off + len - HDR];
         let t = Instant::now();
-        let r = match dest {
-            PeerId::Rds(a) => sys::send2(self.fd, &head, body, a, libc::MSG_DONTWAIT),
-            PeerId::Unix(_) => sys::send2_connected(
+        let r = match (dest, &ctl) {
+            (PeerId::Rds(a), None) => sys::send2(self.fd, &head, body, a, libc::MSG_DONTWAIT),
+            (PeerId::Rds(a), Some(c)) => {
+                sys::send2_ctl(self.fd, &head, body, a, c.as_bytes(), libc::MSG_DONTWAIT)
+            }
+            (PeerId::Unix(_), _) => sys::send2_connected(
                 self.peers[peer].fd,
                 &head,
                 body,
@@ -1033,19 +1203,45 @@ impl Task {
         }
     }
 
+    /// `-D`: request `seq` to peer `pi` was acked: the first one brings the connection up;
+    /// the others' RDMA is done (a written buffer is checked now).
+    fn rdma_acked(&mut self, pi: usize, seq: u64) {
+        if !self.rdma_for(seq) {
+            self.peers[pi].first_acked = true;
+            return;
+        }
+        if !self.p.rdma_read {
+            let at = self.slot(pi, seq);
+            let got = self
+                .rmem
+                .as_ref()
+                .map(|m| m.read(at, self.p.rdma as usize))
+                .unwrap_or_default();
+            if got != self.rdma_data(self.idx, seq) {
+                let from = self.peers[pi].id;
+                self.error(format!(
+                    "from {from}: ack of request {seq}: the RDMA write left other data"
+                ));
+            }
+        }
+        self.st
+            .rdma_bytes
+            .fetch_add(u64::from(self.p.rdma), Ordering::Relaxed);
+    }
+
     /// Handles a message received on the task's RDS socket: finds the peer by its address.
-    fn handle_from(&mut self, buf: &[u8], r: Received) {
+    fn handle_from(&mut self, buf: &[u8], r: Received, cookie: Option<u64>) {
         let Some(from) = r.from else {
             return self.error("a message without a sender address".into());
         };
         let Some(pi) = self.peers.iter().position(|p| p.id == PeerId::Rds(from)) else {
             return self.error(format!("a message from {from}, which is no peer task"));
         };
-        self.handle(pi, buf, r);
+        self.handle(pi, buf, r, cookie);
     }
 
-    /// Handles a message from peer task `pi`.
-    fn handle(&mut self, pi: usize, buf: &[u8], r: Received) {
+    /// Handles a message from peer task `pi`; `cookie`: the RDMA cookie it carried (`-D`).
+    fn handle(&mut self, pi: usize, buf: &[u8], r: Received, cookie: Option<u64>) {
         let from = self.peers[pi].id;
         if r.truncated {
             return self.error(format!(
@@ -1109,12 +1305,23 @@ impl Task {
                 ));
             }
             self.peers[pi].expect_req = h.seq + 1;
-            self.pending_acks.push_back((pi, h.seq));
+            if self.rdma_for(h.seq) != cookie.is_some() {
+                self.error(format!(
+                    "from {from}: request seq {} {} an RDMA cookie",
+                    h.seq,
+                    if cookie.is_some() { "with" } else { "without" }
+                ));
+            }
+            let cookie = cookie.filter(|_| self.rdma_for(h.seq));
+            self.pending_acks.push_back((pi, h.seq, cookie));
         } else {
             self.st.ack_rx.fetch_add(1, Ordering::Relaxed);
             match self.peers[pi].inflight.front() {
                 Some(&(seq, t)) if seq == h.seq => {
                     self.peers[pi].inflight.pop_front();
+                    if self.p.rdma > 0 {
+                        self.rdma_acked(pi, seq);
+                    }
                     self.st
                         .rtt_ns
                         .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -1148,8 +1355,8 @@ impl Task {
             // Why a send did not go out, and to which peer.
             let mut blocked = None;
             // Acks first: the peer waits for them.
-            while let Some(&(pi, seq)) = self.pending_acks.front() {
-                match self.send(KIND_ACK, pi, seq) {
+            while let Some(&(pi, seq, cookie)) = self.pending_acks.front() {
+                match self.send(KIND_ACK, pi, seq, cookie) {
                     Ok(None) => {
                         self.pending_acks.pop_front();
                         self.st.ack_tx.fetch_add(1, Ordering::Relaxed);
@@ -1171,7 +1378,11 @@ impl Task {
                     let pi = (self.rr + k) % npeers;
                     while self.peers[pi].inflight.len() < self.p.depth as usize {
                         let seq = self.peers[pi].next_seq;
-                        match self.send(KIND_REQ, pi, seq) {
+                        // `-D`: nothing after the first request until it is acked.
+                        if self.p.rdma > 0 && seq >= 2 && !self.peers[pi].first_acked {
+                            break;
+                        }
+                        match self.send(KIND_REQ, pi, seq, None) {
                             Ok(None) => {
                                 let peer = &mut self.peers[pi];
                                 peer.next_seq += 1;
@@ -1197,8 +1408,18 @@ impl Task {
                     continue;
                 }
                 for _ in 0..64 {
+                    let mut cookie = None;
                     let r = if self.p.unix {
                         sys::recv_connected(self.peers[si].fd, &mut buf, libc::MSG_DONTWAIT)
+                    } else if self.p.rdma > 0 {
+                        sys::recv_ctl(self.fd, &mut buf, &mut self.ctl, libc::MSG_DONTWAIT).map(
+                            |(r, n)| {
+                                cookie = librds::parse_cmsgs(&self.ctl[..n])
+                                    .iter()
+                                    .find_map(|c| c.rdma_dest());
+                                r
+                            },
+                        )
                     } else {
                         sys::recv(self.fd, &mut buf, libc::MSG_DONTWAIT)
                     };
@@ -1211,9 +1432,9 @@ impl Task {
                         }
                         Ok(r) => {
                             if self.p.unix {
-                                self.handle(si, &buf, r);
+                                self.handle(si, &buf, r, None);
                             } else {
-                                self.handle_from(&buf, r);
+                                self.handle_from(&buf, r, cookie);
                             }
                             progressed = true;
                         }
@@ -1364,7 +1585,9 @@ fn run(
             println!("local ports {mine:?}, peer tasks {peers:?}");
         }
     }
-    let pat = Arc::new(pattern(p.req.max(p.ack) as usize + PATTERN_SPREAD));
+    let pat = Arc::new(pattern(
+        p.req.max(p.ack).max(p.rdma) as usize + PATTERN_SPREAD,
+    ));
     let shared = Arc::new(Shared::default());
     let mut stats = Vec::new();
     let mut handles = Vec::new();
@@ -1378,11 +1601,12 @@ fn run(
             next_seq: 1,
             inflight: VecDeque::new(),
             expect_req: 1,
+            first_acked: false,
         };
         let (fd, task_peers) = match &ep {
             Endpoint::Rds(s, _) => {
                 let fd = s.as_raw_fd();
-                let ps = peers.iter().map(|&a| peer(PeerId::Rds(a), fd)).collect();
+                let ps: Vec<Peer> = peers.iter().map(|&a| peer(PeerId::Rds(a), fd)).collect();
                 (fd, ps)
             }
             Endpoint::Unix(fds) => {
@@ -1394,6 +1618,14 @@ fn run(
                 (-1, ps)
             }
         };
+        // `-D`: `depth` slots per peer (written by the peers, or the sink of reads).
+        let slots = task_peers.len() * p.depth as usize;
+        let rmem = if p.rdma > 0 {
+            let bytes = slots * (p.rdma as usize).next_multiple_of(4096);
+            Some(RdmaMem::new(bytes).map_err(|e| format!("mmap of {bytes} bytes: {e}"))?)
+        } else {
+            None
+        };
         let task = Task {
             idx: i as u16,
             fd,
@@ -1402,6 +1634,9 @@ fn run(
             peers: task_peers,
             pending_acks: VecDeque::new(),
             pattern: pat.clone(),
+            rmem,
+            read_check: vec![0; if p.rdma_read { slots } else { 0 }],
+            ctl: vec![0; RDMA_CTL_ROOM],
             shared: shared.clone(),
             st,
             printed: 0,
@@ -1589,6 +1824,13 @@ fn run(
     let msgs =
         (at_end.req_tx + at_end.ack_tx + at_end.req_rx + at_end.ack_rx) as f64 / secs.max(1e-9);
     let mbs = (at_end.bytes_tx + at_end.bytes_rx) as f64 / secs.max(1e-9) / 1e6;
+    // RDMA bytes of this side's acked requests.
+    let rdma_mbs = at_end.rdma_bytes as f64 / secs.max(1e-9) / 1e6;
+    let rdma = match (p.rdma, p.rdma_read) {
+        (0, _) => "none".to_string(),
+        (n, false) => format!("write:{n}"),
+        (n, true) => format!("read:{n}"),
+    };
     // The median second: what a run achieves when a passing disturbance (another guest on
     // the host, say) is left out.
     per_sec.sort_by(|a, b| a.total_cmp(b));
@@ -1607,7 +1849,7 @@ fn run(
     println!(
         "summary: role={role} tasks={} depth={} req={} ack={} one_way={} secs={secs:.2} \
          req_sent={} req_acked={} peer_req_rcvd={} req_per_s={both:.0} \
-         req_per_s_median={median:.0} own_req_per_s={:.0} msgs_per_s={msgs:.0} mb_per_s={mbs:.2} rtt_us={rtt:.1} eagain={} enobufs={} errors={} \
+         req_per_s_median={median:.0} own_req_per_s={:.0} msgs_per_s={msgs:.0} mb_per_s={mbs:.2} rdma={rdma} rdma_mb_per_s={rdma_mbs:.2} rtt_us={rtt:.1} eagain={} enobufs={} errors={} \
          result={}",
         p.tasks,
         p.depth,
