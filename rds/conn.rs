@@ -133,6 +133,30 @@ struct ConnInner {
 ///   task's drain knows whether that drain could have seen them (C's `RDS_IN_XMIT` /
 ///   `cp_send_gen` protocol). The shutdown work holds `in_xmit` while it resets the path.
 /// - Once `destroyed` is set (under `inner`), nothing is queued on the connection again.
+/// Connections alive (created and not yet dropped), for the unload's leak check.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts its connection in [`LIVE`] while it exists.
+struct Live(());
+
+impl Live {
+    fn new() -> Self {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Live(())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many connections exist (module unload: none should).
+pub(crate) fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
 #[pin_data]
 pub(crate) struct Conn {
     /// The identity of the connection.
@@ -193,6 +217,8 @@ pub(crate) struct Conn {
     pong_work: Work<Conn, 2>,
     #[pin]
     connect_work: DelayedWork<Conn>,
+    /// Counts the connection in [`live`].
+    _live: Live,
 }
 
 impl_has_work! {
@@ -329,6 +355,7 @@ impl Conn {
                 down_work <- new_work!("Conn::down_work"),
                 pong_work <- new_work!("Conn::pong_work"),
                 connect_work <- DelayedWork::new(),
+                _live: Live::new(),
             }),
             GFP_KERNEL_ACCOUNT,
         )

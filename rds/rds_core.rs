@@ -136,7 +136,10 @@ impl Drop for RdsModule {
         // and everything in it for ever. Said loudly (the tests fail on it) rather than only
         // found by kmemleak, so that the unload that leaked is known.
         if Arc::into_unique_or_drop(shared).is_none() {
-            pr_err!("leak: the shared state is still referenced after unload\n");
+            pr_err!(
+                "leak: the shared state is still referenced after unload ({} connections alive)\n",
+                conn::live()
+            );
         }
     }
 }

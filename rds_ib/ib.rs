@@ -558,15 +558,40 @@ impl ConnTransport for IbConn {
         let path = Path::new(conn.clone(), true)?;
         let handler: Arc<dyn CmHandler> = path.clone();
         let id = CmId::new(handler, self.v6(), ctx)?;
+        // The id goes into the path before the path is published: a shutdown that takes the
+        // path from here on destroys the id with it.
+        *path.pending.lock() = Some(id);
         let old = self.path.lock().replace(path.clone());
         if let Some(o) = old {
             o.teardown(ctx);
         }
+        if conn.is_destroyed() {
+            // Destroyed since the core looked (a `sendmsg` starts connects outside the
+            // connection's works): its shutdown may have taken the path before this one was in
+            // place, and nothing else would tear this one down (the connection and the path
+            // hold each other). The destroy set the flag before its shutdown took the path, so
+            // one of the two sees the other.
+            let mine = {
+                let mut cur = self.path.lock();
+                if cur.as_ref().is_some_and(|p| Arc::ptr_eq(p, &path)) {
+                    cur.take()
+                } else {
+                    None
+                }
+            };
+            if let Some(p) = mine {
+                p.teardown(ctx);
+            }
+            return Err(crate::bindings::net::enotconn());
+        }
         let port = if self.v6() { RDS_IB_PORT6 } else { RDS_IB_PORT };
-        let mut pending = path.pending.lock();
-        let id = pending.insert(id);
-        // The events follow; `ROUTE_RESOLVED` takes the id from `pending`.
-        id.resolve_addr(&self.key.laddr.0, &self.key.faddr.0, port, 0, RESOLVE_MS)
+        let pending = path.pending.lock();
+        match pending.as_ref() {
+            // The events follow; `ROUTE_RESOLVED` takes the id from `pending`.
+            Some(id) => id.resolve_addr(&self.key.laddr.0, &self.key.faddr.0, port, 0, RESOLVE_MS),
+            // A shutdown took the path down already.
+            None => Err(crate::bindings::net::enotconn()),
+        }
     }
 
     fn shutdown(&self, _conn: &Arc<Conn>, ctx: &ProcessCtx) {
