@@ -257,7 +257,7 @@ for fam in v4 v6; do
     expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
   done
 done
-for check in each_reported_once statuses_ok_or_dropped old_cookie_after messages_once pinned_back; do
+for check in each_reported_once statuses_ok_or_dropped barrier_past_all old_cookie_after messages_once pinned_back; do
   expect+=(--expect "$res/b/ib-faults-rs.tap:ib_rdma_flood_$check")
 done
 # Faults mid-stream (ib-faults.sh) and the bad peer (ib-bad.sh; the scenario list is the

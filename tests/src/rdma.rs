@@ -2305,6 +2305,8 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         token: slot,
     };
     let mut issued = 0u64;
+    // The barrier id of the last operation issued.
+    let mut last_id = 0u64;
     let mut reported = std::collections::BTreeMap::<u64, i32>::new();
     let mut dups = 0u64;
     let mut msgs = std::collections::BTreeSet::<u64>::new();
@@ -2326,15 +2328,19 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
                 token,
                 ..slot_write(token % SLOTS)
             };
+            let mut id = 0u64;
             match rdma_op(
                 &e.s,
                 &e.ca,
                 &op,
                 &token.to_be_bytes(),
-                None,
+                Some(&mut id),
                 libc::MSG_DONTWAIT,
             ) {
-                Ok(_) => issued = token,
+                Ok(_) => {
+                    issued = token;
+                    last_id = id;
+                }
                 Err(err) if matches!(err.raw_os_error(), Some(libc::EAGAIN | libc::ENOBUFS)) => {
                     break
                 }
@@ -2399,6 +2405,17 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         "ib_rdma_flood_statuses_ok_or_dropped",
         &bad_status.to_string(),
         "0",
+    );
+    // Every operation reported, so the barrier mark is past the last one (without waiting).
+    let (res, mark) = e.s.barrier(&e.ca, last_id, librds::rdma::RDS_RDMA_DONTWAIT);
+    r.expect(
+        "ib_rdma_flood_barrier_past_all",
+        &format!(
+            "{} reached={}",
+            res_obs(&res),
+            last_id > 0 && mark >= last_id
+        ),
+        "OK reached=true",
     );
     // The registration outlived the fault: writes with the same cookie work.
     let mut after = Vec::new();
