@@ -709,6 +709,11 @@ struct Path {
     qpr: SpinLockBh<Option<Arc<Qpr>>>,
     /// The version the handshake settled on.
     version: AtomicU16,
+    /// The incarnation this one replaced in a passive accept, which runs in a cm handler and
+    /// must not take it down there: it goes with this one (`teardown`).
+    /// Lock order: after [`IbConn`]'s `path`.
+    #[pin]
+    prev: SpinLockBh<Option<Arc<Path>>>,
 }
 
 impl Path {
@@ -720,6 +725,7 @@ impl Path {
                 pending <- new_mutex!(None, "Path::pending"),
                 qpr <- new_spinlock_bh!(None, "Path::qpr"),
                 version: AtomicU16::new(0),
+                prev <- new_spinlock_bh!(None, "Path::prev"),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -756,6 +762,10 @@ impl Path {
         }
         let pending = self.pending.lock().take();
         drop(pending);
+        let prev = self.prev.lock().take();
+        if let Some(p) = prev {
+            p.teardown(ctx);
+        }
     }
 
     /// Builds the QP and its resources on the id's device and posts the receives (in the id's
@@ -1030,7 +1040,15 @@ impl Listener {
             core::mem::forget(back);
         }
         *path.qpr.lock() = Some(q);
-        let old = ic.path.lock().replace(path);
+        // A previous incarnation goes with this one (below); it is handed over before this
+        // one is published, so that any teardown of this one finds it.
+        let replaced = {
+            let mut cur = ic.path.lock();
+            let old = cur.replace(path.clone());
+            let replaced = old.is_some();
+            *path.prev.lock() = old;
+            replaced
+        };
         let mut reply = ConnPriv::request(p.daddr, p.saddr, p.tos);
         let [major, minor] = version.to_be_bytes();
         reply.major = major;
@@ -1041,11 +1059,12 @@ impl Listener {
         if id.accept(buf.get(..n).unwrap_or(&[])).is_err() {
             conn.drop_connection();
         }
-        if old.is_some() {
-            // A previous incarnation the shutdown work has not torn down yet: it goes now,
-            // through the connection's shutdown, with this one.
+        if replaced {
+            // A previous incarnation the shutdown work has not torn down yet (an active
+            // connect that failed, say): it goes now, with this one, through the connection's
+            // shutdown, which tears this one down and it with it. Only dropping it would leave
+            // its cm id, and the connection it holds, for ever.
             conn.drop_connection();
-            drop(old);
         }
         Ok(())
     }
