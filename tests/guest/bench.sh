@@ -84,27 +84,44 @@ unload() { # IMPL
   esac
 }
 
+# exchange NAME SADDR CADDR ARGS...: rds-stress, the server on SADDR and the client from CADDR
+# with ARGS; sets cli and srv (their outputs, copied to OUT too), crc and src (their exit
+# codes); true when both ended well and the client says result=ok.
+exchange() {
+  local name=$1 sa=$2 ca=$3; shift 3
+  cli=$W/$name.client.txt srv=$W/$name.server.txt
+  # Nothing left for writeback to send to the host while the run is measured.
+  sync
+  timeout $((SECS + 90)) "$STRESS" -r "$sa" -p 4000 > "$srv" 2>&1 & local sp=$!
+  timeout $((SECS + 90)) "$STRESS" -r "$ca" -s "$sa" -p 4000 "$@" > "$cli" 2>&1; crc=$?
+  wait "$sp"; src=$?
+  cp "$cli" "$srv" "$OUT/"
+  [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"
+}
+
+# exchange_failed LINE WHAT: records the failure of the last exchange (LINE: the start of its
+# bench-raw.txt line).
+exchange_failed() {
+  echo "$1 FAIL" >> "$OUT/bench-raw.txt"
+  echo "== FAILED: $2 (client rc=$crc, server rc=$src)"
+  tail -n 5 "$cli" "$srv"
+  failed=1
+}
+
 # run PASS IMPL SIZE DEPTH: one exchange; appends its line to bench-raw.txt.
 k=0
 run() {
   local pass=$1 impl=$2 size=$3 depth=$4 flag=()
   [ "$impl" = unix ] && flag=(-U)
   k=$((k + 1))
-  local name=run$k-$pass-$impl-$size-$depth
-  local cli=$W/$name.client.txt srv=$W/$name.server.txt
+  local name=run$k-$pass-$impl-$size-$depth cli srv crc src
   echo "-- run $k ($pass): $impl -q $size -a 64 -d $depth -t 1 -T $SECS ${flag[*]}"
   if ! load "$impl"; then
     echo "$pass $impl $size $depth FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: loading $impl"; failed=1; return
   fi
-  # Nothing left for writeback to send to the host while the run is measured.
-  sync
-  timeout $((SECS + 90)) "$STRESS" -r 127.0.0.1 -p 4000 > "$srv" 2>&1 & local sp=$!
-  timeout $((SECS + 90)) "$STRESS" -r 127.0.0.1 -s 127.0.0.1 -p 4000 \
-    -q "$size" -a 64 -d "$depth" -t 1 -T "$SECS" "${flag[@]}" > "$cli" 2>&1; local crc=$?
-  wait "$sp"; local src=$?
-  cp "$cli" "$srv" "$OUT/"
-  if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"; then
+  if exchange "$name" 127.0.0.1 127.0.0.1 -q "$size" -a 64 -d "$depth" -t 1 -T "$SECS" \
+    "${flag[@]}"; then
     local sum rate med mb rtt
     sum=$(grep '^summary: ' "$cli")
     field() { sed -n "s/.* $1=\([0-9.]*\) .*/\1/p" <<< "$sum"; }
@@ -112,10 +129,7 @@ run() {
     echo "$pass $impl $size $depth $rate $med $mb $rtt" >> "$OUT/bench-raw.txt"
     echo "   $rate requests/s"
   else
-    echo "$pass $impl $size $depth FAIL" >> "$OUT/bench-raw.txt"
-    echo "== FAILED: $impl size $size depth $depth (client rc=$crc, server rc=$src)"
-    tail -n 5 "$cli" "$srv"
-    failed=1
+    exchange_failed "$pass $impl $size $depth" "$impl size $size depth $depth"
   fi
   unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
 }
@@ -149,21 +163,15 @@ run_ib() {
     send) field=mb_per_s ;;
   esac
   k=$((k + 1))
-  local name=run$k-ib-$impl-$kind-$size-$depth
-  local cli=$W/$name.client.txt srv=$W/$name.server.txt
+  local name=run$k-ib-$impl-$kind-$size-$depth cli srv crc src
   local q=64; [ "$kind" = send ] && q=$size
   echo "-- run $k (ib): $impl -r 192.0.2.2 -s 192.0.2.1 -o -q $q -a 64 -d $depth -t 1 -T $SECS ${extra[*]}"
   if ! ib_load "$impl"; then
     echo "ib $impl $kind $size $depth FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: loading $impl"; failed=1; return
   fi
-  sync
-  timeout $((SECS + 90)) "$STRESS" -r 192.0.2.1 -p 4000 > "$srv" 2>&1 & local sp=$!
-  timeout $((SECS + 90)) "$STRESS" -r 192.0.2.2 -s 192.0.2.1 -p 4000 -o -q "$q" -a 64 \
-    -d "$depth" -t 1 -T "$SECS" "${extra[@]}" > "$cli" 2>&1; local crc=$?
-  wait "$sp"; local src=$?
-  cp "$cli" "$srv" "$OUT/"
-  if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"; then
+  if exchange "$name" 192.0.2.1 192.0.2.2 -o -q "$q" -a 64 -d "$depth" -t 1 -T "$SECS" \
+    "${extra[@]}"; then
     local sum rate mb
     sum=$(grep '^summary: ' "$cli")
     rate=$(sed -n 's/.* req_per_s=\([0-9.]*\) .*/\1/p' <<< "$sum")
@@ -171,10 +179,7 @@ run_ib() {
     echo "ib $impl $kind $size $depth $rate $mb" >> "$OUT/bench-raw.txt"
     echo "   $rate requests/s, $mb MB/s"
   else
-    echo "ib $impl $kind $size $depth FAIL" >> "$OUT/bench-raw.txt"
-    echo "== FAILED: ib $impl $kind $size depth $depth (client rc=$crc, server rc=$src)"
-    tail -n 5 "$cli" "$srv"
-    failed=1
+    exchange_failed "ib $impl $kind $size $depth" "ib $impl $kind $size depth $depth"
   fi
   unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
 }

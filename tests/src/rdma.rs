@@ -2005,15 +2005,9 @@ fn ib_ordering(r: &mut Report, e: &mut Env) -> Result<(), String> {
         }
         for i in 0..SLOTS {
             let op = Op {
-                cookie,
-                remote_addr: (i * SLOT) as u64,
-                remote_bytes: SLOT as u64,
-                local: vec![RdsIovec {
-                    addr: smem.at(i * SLOT),
-                    bytes: SLOT as u64,
-                }],
                 flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
                 token: (round * SLOTS + i) as u64,
+                ..slot_write(cookie, &smem, i, SLOT)
             };
             rdma_op(&e.s, &e.ca, &op, &(i as u32).to_be_bytes(), None, 0)
                 .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
@@ -2052,11 +2046,26 @@ fn ib_ordering(r: &mut Report, e: &mut Env) -> Result<(), String> {
     Ok(())
 }
 
-/// One write of 64 bytes with `cookie` (and a message behind it): the notification and
-/// whether the message arrived (`STATUS msg=yes|no`).
-fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, String> {
-    let token = e.tok();
-    let op = Op {
+/// A write of slot `i` (of `size` bytes) of `smem` into the same slot of `cookie`'s
+/// registration, without notification.
+fn slot_write(cookie: u64, smem: &RdmaMem, i: usize, size: usize) -> Op {
+    Op {
+        cookie,
+        remote_addr: (i * size) as u64,
+        remote_bytes: size as u64,
+        local: vec![RdsIovec {
+            addr: smem.at(i * size),
+            bytes: size as u64,
+        }],
+        flags: RDS_RDMA_READWRITE,
+        token: 0,
+    }
+}
+
+/// A write of the first 64 bytes of `smem` to the start of `cookie`'s registration, with a
+/// notification (`token`).
+fn write64(cookie: u64, smem: &RdmaMem, token: u64) -> Op {
+    Op {
         cookie,
         remote_addr: 0,
         remote_bytes: 64,
@@ -2066,7 +2075,14 @@ fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, Stri
         }],
         flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
         token,
-    };
+    }
+}
+
+/// One write of 64 bytes with `cookie` (and a message behind it): the notification and
+/// whether the message arrived (`STATUS msg=yes|no`).
+fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, String> {
+    let token = e.tok();
+    let op = write64(cookie, smem, token);
     rdma_op(&e.s, &e.ca, &op, b"try", None, 0)
         .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
     let note = one_note(&e.s).replace(&format!("#{token}"), "");
@@ -2098,17 +2114,7 @@ fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let mut ids = Vec::new();
     for i in 0..N {
         smem.write(i * SLOT, &pattern(SLOT, i as u64 + 100));
-        let op = Op {
-            cookie,
-            remote_addr: (i * SLOT) as u64,
-            remote_bytes: SLOT as u64,
-            local: vec![RdsIovec {
-                addr: smem.at(i * SLOT),
-                bytes: SLOT as u64,
-            }],
-            flags: RDS_RDMA_READWRITE,
-            token: 0,
-        };
+        let op = slot_write(cookie, &smem, i, SLOT);
         let mut id = 0u64;
         rdma_op(&e.s, &e.ca, &op, b"bar", Some(&mut id), 0)
             .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
@@ -2138,17 +2144,7 @@ fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     // A refused operation completes (failed) and the mark passes it.
     let token = e.tok();
-    let op = Op {
-        cookie: cookie ^ 0x00FF_FF00,
-        remote_addr: 0,
-        remote_bytes: 64,
-        local: vec![RdsIovec {
-            addr: smem.at(0),
-            bytes: 64,
-        }],
-        flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
-        token,
-    };
+    let op = write64(cookie ^ 0x00FF_FF00, &smem, token);
     let mut id = 0u64;
     rdma_op(&e.s, &e.ca, &op, b"bad", Some(&mut id), 0)
         .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
