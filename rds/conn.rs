@@ -120,19 +120,6 @@ struct ConnInner {
     npongs: usize,
 }
 
-/// A connection.
-///
-/// Lock order: `inner` is a leaf, except that a message's owner lock and its sender's `data`
-/// lock are taken after it is released.
-///
-/// # Invariants
-///
-/// - Only the task that set `in_xmit` (from false to true) calls the transport's `xmit` for
-///   this connection or changes `inner.cursor`, and it clears `in_xmit` when it stops;
-///   `send_gen` is bumped by every drain, so a task that finds messages queued after another
-///   task's drain knows whether that drain could have seen them (C's `RDS_IN_XMIT` /
-///   `cp_send_gen` protocol). The shutdown work holds `in_xmit` while it resets the path.
-/// - Once `destroyed` is set (under `inner`), nothing is queued on the connection again.
 /// Connections alive (created and not yet dropped), for the unload's leak check.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 
@@ -157,6 +144,19 @@ pub(crate) fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// A connection.
+///
+/// Lock order: `inner` is a leaf, except that a message's owner lock and its sender's `data`
+/// lock are taken after it is released.
+///
+/// # Invariants
+///
+/// - Only the task that set `in_xmit` (from false to true) calls the transport's `xmit` for
+///   this connection or changes `inner.cursor`, and it clears `in_xmit` when it stops;
+///   `send_gen` is bumped by every drain, so a task that finds messages queued after another
+///   task's drain knows whether that drain could have seen them (C's `RDS_IN_XMIT` /
+///   `cp_send_gen` protocol). The shutdown work holds `in_xmit` while it resets the path.
+/// - Once `destroyed` is set (under `inner`), nothing is queued on the connection again.
 #[pin_data]
 pub(crate) struct Conn {
     /// The identity of the connection.
