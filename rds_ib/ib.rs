@@ -43,7 +43,7 @@ use crate::bindings::ib::{
     QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV,
     TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
 };
-use crate::bindings::mm::random_u32;
+use crate::bindings::mm::{random_u32, PinnedPages};
 use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::bindings::sys;
@@ -1294,6 +1294,19 @@ impl Qpr {
             return Ok(());
         }
         let mut maps = KVec::new();
+        // Maps `len` bytes of the operation's pinned `pages` at `off` (for the device to read
+        // them: `to_device`), piece by piece, onto `maps`.
+        let mut map = |pages: &PinnedPages, off: usize, len: usize, to_device: bool| {
+            // SAFETY: The pages belong to the operation, which the message owns; every work
+            // request keeps the message (`Keep::Rdma`) and its slot unmaps its pieces before
+            // letting the message go.
+            let m = unsafe { DmaMapping::pinned(self.dev.dev, pages, off, len, to_device) }
+                .map_err(|_| XmitError::NoMem)?;
+            for piece in m {
+                maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+            }
+            Ok::<_, XmitError>(())
+        };
         let (wr, remote_addr, stat) = match &op.kind {
             OpKind::Rdma {
                 write,
@@ -1301,16 +1314,7 @@ impl Qpr {
                 local,
             } => {
                 for seg in local.iter() {
-                    // SAFETY: The pages belong to the operation, which the message owns; every
-                    // work request keeps the message (`Keep::Rdma`) and its slot unmaps its
-                    // pieces before letting the message go.
-                    let m = unsafe {
-                        DmaMapping::pinned(self.dev.dev, &seg.pages, seg.offset, seg.len, *write)
-                    }
-                    .map_err(|_| XmitError::NoMem)?;
-                    for piece in m {
-                        maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
-                    }
+                    map(&seg.pages, seg.offset, seg.len, *write)?;
                 }
                 if *write {
                     (RdmaWr::Write, *remote_addr, Stat::RsIbRdmaWrite)
@@ -1330,12 +1334,8 @@ impl Qpr {
                     send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
                     return Ok(());
                 }
-                // SAFETY: As above: the old value's 8 bytes, in the operation's page.
-                let m = unsafe { DmaMapping::pinned(self.dev.dev, &**local, *offset, 8, false) }
-                    .map_err(|_| XmitError::NoMem)?;
-                for piece in m {
-                    maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
-                }
+                // The old value's 8 bytes, written by the device.
+                map(local, *offset, 8, false)?;
                 (wr, *remote_addr, Stat::RsIbAtomic)
             }
         };
