@@ -193,11 +193,11 @@ def leak_summary(text):
     for o in objs[:60]:
         size = re.search(r"\(size (\d+)\)", o)
         who = re.search(r'comm "([^"]*)", pid (\d+), jiffies (\d+)', o)
+        comm, pid, jiffies = who.groups() if who else ("?", "?", "?")
         frames = [l.strip() for l in o.splitlines()[1:]
                   if re.match(r"\s+(0x[0-9a-f]+|[A-Za-z_][\w.]*\+0x)", l) and not alloc.search(l)]
-        lines.append(f"  size {size.group(1) if size else '?'} "
-                     f"comm {who.group(1) if who else '?'} pid {who.group(2) if who else '?'} "
-                     f"jiffies {who.group(3) if who else '?'}: {' < '.join(frames[:3])}")
+        lines.append(f"  size {size.group(1) if size else '?'} comm {comm} pid {pid} "
+                     f"jiffies {jiffies}: {' < '.join(frames[:3])}")
     if len(objs) > 60:
         lines.append(f"  ... and {len(objs) - 60} more")
     return "\n".join(lines) + "\n" + "".join(objs[:2])[:3000]

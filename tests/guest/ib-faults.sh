@@ -68,6 +68,14 @@ gsi_repair() {
   done
 }
 
+# rxe1_readd: deletes the RDMA device of veth1 and adds it again 2 s later; prints what failed
+# (nothing when both worked).
+rxe1_readd() {
+  rdma link delete rxe1 || echo "rdma link delete rxe1 failed"
+  sleep 2
+  rdma link add rxe1 type rxe netdev veth1 || echo "rdma link add rxe1 failed"
+}
+
 # fault NAME: breaks and repairs one thing, while both streams run; the check says what
 # crossed it.
 fault() {
@@ -78,10 +86,7 @@ fault() {
       ip link set veth1 down; sleep 4
       ip link set veth1 up && veth1_back || why="could not bring veth1 back"
       gsi_repair ;;
-    rdma_link_readd)
-      rdma link delete rxe1 || why="rdma link delete rxe1 failed"
-      sleep 2
-      rdma link add rxe1 type rxe netdev veth1 || why="rdma link add rxe1 failed" ;;
+    rdma_link_readd) why=$(rxe1_readd) ;;
   esac
   # Recovery: both streams move on by at least 50 messages (or finish).
   wait_got ab $(( ab0 + 50 < COUNT ? ab0 + 50 : COUNT )) 180 \
@@ -163,9 +168,8 @@ else
   flood_done() { local n=0; read -r n 2>/dev/null < "$OUT/flood.progress"; echo "${n:-0}"; }
   for _ in $(seq 1200); do [ "$(flood_done)" -ge 300 ] && break; sleep 0.1; done
   f0=$(flood_done) r0=$(counter conn_reset)
-  rdma link delete rxe1 || tap $F not ib_fault_rxe_rdma_flood_link failed "rdma link delete rxe1 failed"
-  sleep 2
-  rdma link add rxe1 type rxe netdev veth1 || tap $F not ib_fault_rxe_rdma_flood_link failed "rdma link add rxe1 failed"
+  why=$(rxe1_readd)
+  [ -z "$why" ] || tap $F not ib_fault_rxe_rdma_flood_link failed "$why"
   for _ in $(seq 1800); do [ "$(flood_done)" -ge $((f0 + 300)) ] && break; sleep 0.1; done
   [ "$(flood_done)" -ge $((f0 + 300)) ] || dump_state flood
   f1=$(flood_done) r1=$(counter conn_reset)

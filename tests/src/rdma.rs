@@ -2066,15 +2066,9 @@ fn slot_write(cookie: u64, smem: &RdmaMem, i: usize, size: usize) -> Op {
 /// notification (`token`).
 fn write64(cookie: u64, smem: &RdmaMem, token: u64) -> Op {
     Op {
-        cookie,
-        remote_addr: 0,
-        remote_bytes: 64,
-        local: vec![RdsIovec {
-            addr: smem.at(0),
-            bytes: 64,
-        }],
         flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
         token,
+        ..slot_write(cookie, smem, 0, 64)
     }
 }
 
@@ -2288,17 +2282,12 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let cookie =
         e.c.get_mr(cmem.at(0), SLOTS * SLOT as u64, RDS_RDMA_READWRITE)
             .map_err(|err| format!("GET_MR: {err}"))?;
-    // A write of server slot `slot` into the same slot of the registration, token = slot.
-    let slot_write = |slot: u64| Op {
-        cookie,
-        remote_addr: slot * SLOT as u64,
-        remote_bytes: SLOT as u64,
-        local: vec![RdsIovec {
-            addr: smem.at(slot as usize * SLOT),
-            bytes: SLOT as u64,
-        }],
+    // A write of server slot `slot` into the same slot of the registration, notified with
+    // `token`.
+    let notified_write = |slot: u64, token: u64| Op {
         flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
-        token: slot,
+        token,
+        ..slot_write(cookie, &smem, slot as usize, SLOT)
     };
     let mut issued = 0u64;
     // The barrier id of the last operation issued.
@@ -2320,10 +2309,7 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         // Issue while the window has room.
         while stopping.is_none() && issued - (reported.len() as u64).min(issued) < WINDOW {
             let token = issued + 1;
-            let op = Op {
-                token,
-                ..slot_write(token % SLOTS)
-            };
+            let op = notified_write(token % SLOTS, token);
             let mut id = 0u64;
             match rdma_op(
                 &e.s,
@@ -2420,10 +2406,7 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         let data = pattern(SLOT, 7000 + k);
         smem.write(slot as usize * SLOT, &data);
         let token = 1_000_000 + k;
-        let op = Op {
-            token,
-            ..slot_write(slot)
-        };
+        let op = notified_write(slot, token);
         let sent = rdma_op(&e.s, &e.ca, &op, b"after", None, 0);
         let note = if sent.is_ok() {
             one_note(&e.s).replace(&format!("#{token}"), "")

@@ -33,9 +33,9 @@
 //! the buffer, or with `-Z` a read of the pattern data the requester registered (with
 //! `RDS_RDMA_FENCE`: C's IB transport otherwise lets the ack leave before the read is done).
 //! RDS delivers the ack only once the RDMA is done, so the requester checks a written buffer
-//! when the ack arrives; the reader checks what it read before it reuses the buffer. The first request to
-//! each peer goes without RDMA, and nothing more is sent to that peer until it is acked (the
-//! connection is then up, which C's registration needs).
+//! when the ack arrives; the reader checks what it read before it reuses the buffer. The first
+//! request to each peer goes without RDMA, and nothing more is sent to that peer until it is
+//! acked (the connection is then up, which C's registration needs).
 //!
 //! With `-U` the same exchange runs over `AF_UNIX` `SOCK_SEQPACKET` instead of RDS, as a
 //! yardstick for `make bench`: each server task listens on the abstract name
@@ -134,6 +134,13 @@ struct Params {
     rdma: u32,
     /// `-Z`: the RDMA is a read (of the requester's memory by the peer), not a write.
     rdma_read: bool,
+}
+
+impl Params {
+    /// The bytes of one RDMA slot of a task's `rmem` (`-D`, rounded up to whole pages).
+    fn rdma_slot_bytes(&self) -> usize {
+        (self.rdma as usize).next_multiple_of(4096)
+    }
 }
 
 fn parse_opts() -> Result<Opts, String> {
@@ -1041,10 +1048,17 @@ impl Task {
         self.p.rdma > 0 && seq >= 2
     }
 
-    /// The byte offset of the RDMA slot for request `seq` of peer `peer` in `rmem`.
+    /// The RDMA slot of request `seq` of peer `peer`: `depth` per peer, reused every `depth`
+    /// requests (by then the earlier one was acked).
     fn slot(&self, peer: usize, seq: u64) -> usize {
-        let slot_bytes = (self.p.rdma as usize).next_multiple_of(4096);
-        (peer * self.p.depth as usize + (seq % u64::from(self.p.depth)) as usize) * slot_bytes
+        peer * self.p.depth as usize + (seq % u64::from(self.p.depth)) as usize
+    }
+
+    /// The address of slot `k` of `rmem`.
+    fn slot_addr(&self, k: usize) -> u64 {
+        self.rmem
+            .as_ref()
+            .map_or(0, |m| m.at(k * self.p.rdma_slot_bytes()))
     }
 
     /// The RDMA data of request `seq` of task `src`: a stretch of the pattern.
@@ -1053,24 +1067,25 @@ impl Task {
         &self.pattern[off..off + self.p.rdma as usize]
     }
 
-    /// `-Z`: checks the read data in the slot of request `seq` of peer `pi` (before it is
-    /// reused, or never for the last ones).
-    fn check_read(&mut self, pi: usize, slot: usize) {
-        let k = slot / (self.p.rdma as usize).next_multiple_of(4096);
-        let prev = self.read_check.get(k).copied().unwrap_or(0);
-        if prev == 0 {
+    /// `-Z`: slot `k` of peer `pi` is about to receive the read of request `seq`: checks what
+    /// the slot's previous read brought (the last reads of a run are never checked).
+    fn reuse_read_slot(&mut self, pi: usize, k: usize, seq: u64) {
+        let Some(prev) = self
+            .read_check
+            .get_mut(k)
+            .map(|c| core::mem::replace(c, seq))
+        else {
             return;
-        }
-        let Some(m) = self.rmem.as_ref() else { return };
-        let got = m.read(slot, self.p.rdma as usize);
+        };
+        let Some(m) = self.rmem.as_ref().filter(|_| prev != 0) else {
+            return;
+        };
+        let got = m.read(k * self.p.rdma_slot_bytes(), self.p.rdma as usize);
         if got != self.rdma_data(pi as u16, prev) {
             let from = self.peers[pi].id;
             self.error(format!(
                 "from {from}: request {prev}: the RDMA read brought other data"
             ));
-        }
-        if let Some(c) = self.read_check.get_mut(k) {
-            *c = 0;
         }
     }
 
@@ -1092,9 +1107,8 @@ impl Task {
                 let d = self.rdma_data(self.idx, seq);
                 (d.as_ptr() as u64, RDS_RDMA_USE_ONCE)
             } else {
-                let at = self.slot(peer, seq);
-                let m = self.rmem.as_ref().map_or(0, |m| m.at(at));
-                (m, RDS_RDMA_USE_ONCE | RDS_RDMA_READWRITE)
+                let k = self.slot(peer, seq);
+                (self.slot_addr(k), RDS_RDMA_USE_ONCE | RDS_RDMA_READWRITE)
             };
             c.rdma_map(&GetMrArgs {
                 vec: RdsIovec { addr, bytes },
@@ -1103,15 +1117,11 @@ impl Task {
             });
         } else if let (KIND_ACK, Some(cookie)) = (kind, cookie) {
             let (local, flags) = if self.p.rdma_read {
-                let at = self.slot(peer, seq);
-                self.check_read(peer, at);
-                let k = at / (self.p.rdma as usize).next_multiple_of(4096);
-                if let Some(c) = self.read_check.get_mut(k) {
-                    *c = seq;
-                }
+                let k = self.slot(peer, seq);
+                self.reuse_read_slot(peer, k, seq);
                 // Fenced: the ack must not leave before the read is done (C's IB transport
                 // fences only when asked; rds_rs fences every read).
-                (self.rmem.as_ref().map_or(0, |m| m.at(at)), RDS_RDMA_FENCE)
+                (self.slot_addr(k), RDS_RDMA_FENCE)
             } else {
                 let d = self.rdma_data(peer as u16, seq);
                 (d.as_ptr() as u64, RDS_RDMA_READWRITE)
@@ -1211,7 +1221,7 @@ impl Task {
             return;
         }
         if !self.p.rdma_read {
-            let at = self.slot(pi, seq);
+            let at = self.slot(pi, seq) * self.p.rdma_slot_bytes();
             let got = self
                 .rmem
                 .as_ref()
@@ -1379,7 +1389,7 @@ impl Task {
                     while self.peers[pi].inflight.len() < self.p.depth as usize {
                         let seq = self.peers[pi].next_seq;
                         // `-D`: nothing after the first request until it is acked.
-                        if self.p.rdma > 0 && seq >= 2 && !self.peers[pi].first_acked {
+                        if self.rdma_for(seq) && !self.peers[pi].first_acked {
                             break;
                         }
                         match self.send(KIND_REQ, pi, seq, None) {
@@ -1621,7 +1631,7 @@ fn run(
         // `-D`: `depth` slots per peer (written by the peers, or the sink of reads).
         let slots = task_peers.len() * p.depth as usize;
         let rmem = if p.rdma > 0 {
-            let bytes = slots * (p.rdma as usize).next_multiple_of(4096);
+            let bytes = slots * p.rdma_slot_bytes();
             Some(RdmaMem::new(bytes).map_err(|e| format!("mmap of {bytes} bytes: {e}"))?)
         } else {
             None
