@@ -53,6 +53,10 @@ pub(crate) struct DevAttrs {
     pub(crate) masked_atomics: bool,
     /// Memory registrations the device holds at most.
     pub(crate) max_mr: u32,
+    /// Pages one fast registration may map (`max_fast_reg_page_list_len`).
+    pub(crate) max_fast_reg_pages: u32,
+    /// Local pieces of an RDMA READ work request (`max_sge_rd`: 1 on siw).
+    pub(crate) max_sge_rd: u32,
 }
 
 /// An RDMA device, borrowed from the device core.
@@ -94,6 +98,8 @@ impl Device {
             atomics: a.atomic_cap != 0,
             masked_atomics: a.masked_atomic_cap != 0,
             max_mr: a.max_mr,
+            max_fast_reg_pages: a.max_fast_reg_page_list_len,
+            max_sge_rd: a.max_sge_rd,
         }
     }
 
@@ -375,6 +381,84 @@ impl Drop for UserMr {
     }
 }
 
+/// A fast registration (FRWR) of pinned pages on a device (`ib_alloc_mr` + `ib_map_mr_sg`),
+/// for devices whose `ib_reg_user_mr` cannot take the address peers use (siw). It is made
+/// valid by an `IB_WR_REG_MR` work request ([`Qp::post_reg`]) and revoked when dropped
+/// (`ib_dereg_mr`, then a grace period, then the pages are unmapped): once the drop returns,
+/// no new access of a peer finds the memory. Dropping sleeps: the owner drops it in process
+/// context.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `rds_rs_ib_frmr_map` and is owned by this object; the PD it was made
+/// on outlives it and the pages it maps stay pinned until it is dropped (the safety contract of
+/// [`FastMr::map`]).
+pub(crate) struct FastMr {
+    ptr: NonNull<raw::rds_rs_frmr>,
+    rkey: u32,
+}
+
+// SAFETY: The registration may be used and freed from any thread.
+unsafe impl Send for FastMr {}
+// SAFETY: Shared access only reads the r_key (a copy) or hands the pointer to a work request.
+unsafe impl Sync for FastMr {}
+
+impl FastMr {
+    /// Maps `len` bytes of `pages` from `offset` (in the first page) into a new fast
+    /// registration on `pd`, addressed by peers from `iova`, with a fresh key. It is not
+    /// valid until an `IB_WR_REG_MR` of it completed. `EINVAL` if the device cannot map the
+    /// pages in one registration (more than `max_fast_reg_pages`).
+    ///
+    /// # Safety
+    ///
+    /// The caller drops the registration before `pd`, in process context, and keeps `pages`
+    /// pinned until it is dropped.
+    pub(crate) unsafe fn map(
+        pd: &Pd,
+        pages: &PinnedPages,
+        offset: usize,
+        len: u64,
+        iova: u64,
+        _ctx: &ProcessCtx,
+    ) -> Result<Self> {
+        let raw_pages = pages.raw_pages();
+        let n = u32::try_from(raw_pages.len()).map_err(|_| EINVAL)?;
+        let off = u32::try_from(offset).map_err(|_| EINVAL)?;
+        let mut rkey = 0u32;
+        // SAFETY: The PD is live (borrowed); `raw_pages` holds `n` pinned pages, which the
+        // caller keeps pinned for as long as the registration maps them; `rkey` is valid for
+        // writes. Allocating and mapping may sleep, which `_ctx` allows. The helper only reads
+        // the page array (`cast_mut` for its C signature).
+        let p = from_err_ptr(unsafe {
+            raw::rds_rs_ib_frmr_map(
+                pd.ptr.as_ptr(),
+                raw_pages.as_ptr().cast_mut(),
+                n,
+                off,
+                len,
+                iova,
+                &mut rkey,
+            )
+        })?;
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: mapped just now; the caller keeps the PD and the pages.
+        Ok(Self { ptr, rkey })
+    }
+
+    /// The r_key (and l_key) of the registration.
+    pub(crate) fn rkey(&self) -> u32 {
+        self.rkey
+    }
+}
+
+impl Drop for FastMr {
+    fn drop(&mut self) {
+        // SAFETY: Owned, its PD is live and its pages pinned (type invariant); the owner
+        // drops it in process context, where deregistering and the grace period may sleep.
+        unsafe { raw::rds_rs_ib_frmr_free(self.ptr.as_ptr()) };
+    }
+}
+
 /// A completion queue polled in process context (`IB_POLL_WORKQUEUE`); freed when dropped.
 ///
 /// # Invariants
@@ -614,6 +698,19 @@ impl CmId {
     pub(crate) fn listen(&self, v6: bool, port: u16, _ctx: &ProcessCtx) -> Result {
         // SAFETY: The id is live (type invariant); may sleep, which `_ctx` allows.
         to_result(unsafe { raw::rds_rs_cm_listen(self.ptr.as_ptr(), v6, port) })
+    }
+
+    /// Binds the local address `addr` with a port rdma_cm chooses, and listens.
+    pub(crate) fn listen_at(&self, addr: &[u8; 16], scope_id: u32, _ctx: &ProcessCtx) -> Result {
+        // SAFETY: The id is live (type invariant); `addr` is valid for 16 bytes; may sleep,
+        // which `_ctx` allows.
+        to_result(unsafe { raw::rds_rs_cm_listen_at(self.ptr.as_ptr(), addr.as_ptr(), scope_id) })
+    }
+
+    /// The port the id is bound to.
+    pub(crate) fn port(&self) -> u16 {
+        // SAFETY: The id is live (type invariant).
+        unsafe { raw::rds_rs_cm_port(self.ptr.as_ptr()) }
     }
 
     /// Starts resolving the route from `laddr` to `faddr`:`port` (the events follow).
@@ -1671,6 +1768,49 @@ impl<K: SendSource + 'static> Qp<K> {
         if r.is_ok() {
             *st = Some(Outstanding {
                 maps,
+                _map: None,
+                keeper: Some(keeper),
+            });
+        }
+        r
+    }
+
+    /// Posts an `IB_WR_REG_MR` of `mr` from send slot `slot` (peers may then read the
+    /// registration, and write it when `remote_write`); `keeper` stays in the slot until
+    /// [`Qp::complete_send`].
+    ///
+    /// # Safety
+    ///
+    /// `mr` stays alive until the request completed or the QP was shut down.
+    pub(crate) unsafe fn post_reg(
+        &self,
+        slot: u32,
+        keeper: K,
+        mr: &FastMr,
+        remote_write: bool,
+        flags: i32,
+    ) -> Result {
+        let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
+        if slot >= self.nsend {
+            return Err(EINVAL);
+        }
+        let mut slots = self.slots.lock();
+        let st = slots.free_send(slot)?;
+        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
+        // cqe lives in this object, which drains the QP before it goes; the caller keeps `mr`
+        // alive until the request completed or the QP is drained.
+        let r = to_result(unsafe {
+            raw::rds_rs_ib_post_reg_mr(
+                self.id.as_ptr(),
+                cqe.raw(),
+                mr.ptr.as_ptr(),
+                remote_write,
+                flags,
+            )
+        });
+        if r.is_ok() {
+            *st = Some(Outstanding {
+                maps: KVec::new(),
                 _map: None,
                 keeper: Some(keeper),
             });

@@ -7,6 +7,9 @@
 #include <linux/inetdevice.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/random.h>
+#include <linux/rcupdate.h>
+#include <linux/scatterlist.h>
 #include <net/addrconf.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cm.h>
@@ -154,6 +157,82 @@ int rds_rs_ib_dereg_mr(struct ib_mr *mr)
 	return ib_dereg_mr(mr);
 }
 
+struct rds_rs_frmr {
+	struct ib_mr *mr;
+	struct ib_device *dev;
+	struct sg_table sgt;
+	int nents;
+};
+
+/*
+ * An MR of up to npages pages (ib_alloc_mr) mapping len bytes of pages from offset in the
+ * first: the pages are mapped for the device (ib_dma_map_sg), the MR's page list built from
+ * them (ib_map_mr_sg: -EINVAL if the device takes fewer, as C's rds_ib_map_frmr), its
+ * address set to iova (as ib_map_mr_sg_zbva sets 0) and its key renewed (a random low byte).
+ * The registration becomes valid when an IB_WR_REG_MR of it completes.
+ */
+struct rds_rs_frmr *rds_rs_ib_frmr_map(struct ib_pd *pd, struct page **pages, u32 npages,
+				       u32 offset, u64 len, u64 iova, u32 *rkey)
+{
+	struct rds_rs_frmr *f;
+	int ret, n;
+
+	if (!npages || len > UINT_MAX)
+		return ERR_PTR(-EINVAL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return ERR_PTR(-ENOMEM);
+	f->dev = pd->device;
+	f->mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, npages);
+	if (IS_ERR(f->mr)) {
+		ret = PTR_ERR(f->mr);
+		goto free;
+	}
+	ret = sg_alloc_table_from_pages(&f->sgt, pages, npages, offset, len, GFP_KERNEL);
+	if (ret)
+		goto dereg;
+	f->nents = ib_dma_map_sg(f->dev, f->sgt.sgl, f->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	if (!f->nents) {
+		ret = -ENOMEM;
+		goto table;
+	}
+	n = ib_map_mr_sg(f->mr, f->sgt.sgl, f->nents, NULL, PAGE_SIZE);
+	if (n != f->nents) {
+		ret = n < 0 ? n : -EINVAL;
+		goto unmap;
+	}
+	f->mr->iova = iova;
+	ib_update_fast_reg_key(f->mr, get_random_u8());
+	*rkey = f->mr->rkey;
+	return f;
+unmap:
+	ib_dma_unmap_sg(f->dev, f->sgt.sgl, f->sgt.orig_nents, DMA_BIDIRECTIONAL);
+table:
+	sg_free_table(&f->sgt);
+dereg:
+	ib_dereg_mr(f->mr);
+free:
+	kfree(f);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Deregisters the MR (siw: the STag is invalid for every lookup when this returns), waits for
+ * a grace period (a placement that looked the STag up before runs with preemption disabled, in
+ * the socket's data_ready: it is over then), then unmaps the pages.
+ */
+void rds_rs_ib_frmr_free(struct rds_rs_frmr *f)
+{
+	int ret = ib_dereg_mr(f->mr);
+
+	if (ret)
+		pr_warn("rds_rs: ib_dereg_mr of a fast registration failed: %d\n", ret);
+	synchronize_rcu();
+	ib_dma_unmap_sg(f->dev, f->sgt.sgl, f->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	sg_free_table(&f->sgt);
+	kfree(f);
+}
+
 /* Completions are handled in process context: the ib-comp-wq work item polls the CQ. */
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
 {
@@ -259,6 +338,29 @@ int rds_rs_cm_listen(struct rdma_cm_id *id, bool v6, u16 port)
 	if (ret)
 		return ret;
 	return rdma_listen(id, 128);
+}
+
+/* Binds addr with a port rdma_cm chooses, and listens (a few requests at a time). */
+int rds_rs_cm_listen_at(struct rdma_cm_id *id, const u8 addr[16], u32 scope_id)
+{
+	struct sockaddr_storage ss;
+	int ret;
+
+	rds_rs_sockaddr(&ss, addr, 0, scope_id);
+	ret = rdma_bind_addr(id, (struct sockaddr *)&ss);
+	if (ret)
+		return ret;
+	return rdma_listen(id, 4);
+}
+
+/* The id's bound port, host order. */
+u16 rds_rs_cm_port(struct rdma_cm_id *id)
+{
+	struct sockaddr *sa = (struct sockaddr *)&id->route.addr.src_addr;
+
+	if (sa->sa_family == AF_INET6)
+		return be16_to_cpu(((struct sockaddr_in6 *)sa)->sin6_port);
+	return be16_to_cpu(((struct sockaddr_in *)sa)->sin_port);
 }
 
 int rds_rs_cm_resolve_addr(struct rdma_cm_id *id, const u8 laddr[16], const u8 faddr[16],
@@ -479,6 +581,26 @@ int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *ad
 	if (flags & RDS_RS_IB_FENCE)
 		wr->send_flags |= IB_SEND_FENCE;
 	return ib_post_send(id->qp, wr, NULL);
+}
+
+int rds_rs_ib_post_reg_mr(struct rdma_cm_id *id, struct ib_cqe *cqe, struct rds_rs_frmr *f,
+			  bool remote_write, int flags)
+{
+	struct ib_reg_wr reg = {
+		.wr = {
+			.opcode = IB_WR_REG_MR,
+			.wr_cqe = cqe,
+		},
+		.mr = f->mr,
+		.key = f->mr->rkey,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ,
+	};
+
+	if (remote_write)
+		reg.access |= IB_ACCESS_REMOTE_WRITE;
+	if (flags & RDS_RS_IB_SIGNALED)
+		reg.wr.send_flags |= IB_SEND_SIGNALED;
+	return ib_post_send(id->qp, &reg.wr, NULL);
 }
 
 int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,

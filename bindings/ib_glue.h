@@ -53,6 +53,16 @@ struct ib_mr *rds_rs_ib_reg_user_mr(struct ib_pd *pd, u64 start, u64 len, u64 io
 				    bool remote_write, bool atomic, u32 *rkey);
 int rds_rs_ib_dereg_mr(struct ib_mr *mr);
 
+/*
+ * Fast registration (FRWR) of pinned pages, for iWARP: an MR of the PD mapping
+ * [offset, offset + len) of the pages, addressed by peers from iova once an IB_WR_REG_MR of it
+ * completed (rds_rs_ib_post_reg_mr). Freeing deregisters it, then unmaps the pages.
+ */
+struct rds_rs_frmr;
+struct rds_rs_frmr *rds_rs_ib_frmr_map(struct ib_pd *pd, struct page **pages, u32 npages,
+				       u32 offset, u64 len, u64 iova, u32 *rkey);
+void rds_rs_ib_frmr_free(struct rds_rs_frmr *f);
+
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 void rds_rs_ib_free_cq(struct ib_cq *cq);
 
@@ -64,6 +74,8 @@ void rds_rs_cm_destroy(struct rdma_cm_id *id);
 void rds_rs_cm_set_context(struct rdma_cm_id *id, void *ctx);
 struct ib_device *rds_rs_cm_device(struct rdma_cm_id *id);
 int rds_rs_cm_listen(struct rdma_cm_id *id, bool v6, u16 port);
+int rds_rs_cm_listen_at(struct rdma_cm_id *id, const u8 addr[16], u32 scope_id);
+u16 rds_rs_cm_port(struct rdma_cm_id *id);
 int rds_rs_cm_resolve_addr(struct rdma_cm_id *id, const u8 laddr[16], const u8 faddr[16],
 			   u16 port, u32 scope_id, int timeout_ms);
 int rds_rs_cm_resolve_route(struct rdma_cm_id *id, int timeout_ms);
@@ -117,6 +129,9 @@ struct rds_rs_ib_atomic {
 int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *addrs,
 			const u32 *lens, u32 nsge, u32 lkey, int kind, u64 remote_addr,
 			u32 rkey, const struct rds_rs_ib_atomic *at, int flags);
+/* An IB_WR_REG_MR of f (remote read; remote write, with local write, when asked). */
+int rds_rs_ib_post_reg_mr(struct rdma_cm_id *id, struct ib_cqe *cqe, struct rds_rs_frmr *f,
+			  bool remote_write, int flags);
 /* Completions call this (Rust) with the work request's ib_cqe. */
 void rds_rs_ib_wc(struct ib_cqe *cqe, int status, int opcode, u32 byte_len);
 

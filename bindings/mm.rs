@@ -115,6 +115,11 @@ impl PinnedPages {
         self.pieces(offset, len, |page, off, r| f(page, off, r.len()))
     }
 
+    /// The pinned pages, in order (valid while `self` lives).
+    pub(super) fn raw_pages(&self) -> &[*mut raw::page] {
+        &self.pages
+    }
+
     /// Notes that a device wrote the pages: they are marked dirty when unpinned.
     pub(crate) fn mark_dirty(&self) {
         self.dirty.store(true, Ordering::Relaxed);

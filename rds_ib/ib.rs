@@ -38,10 +38,11 @@
 //! `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
 
 use crate::bindings::ib::{
-    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, IbClient,
-    IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, RdmaWr, SendSource, UserMr, Wc, WcHandler,
-    QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND, TAG_RECV,
-    TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
+    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, FastMr,
+    IbClient, IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, RdmaWr, SendSource, UserMr, Wc,
+    WcHandler, QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND,
+    TAG_RECV, TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
+    WC_SUCCESS,
 };
 use crate::bindings::mm::{random_u32, PinnedPages};
 use crate::bindings::net::NetId;
@@ -74,11 +75,18 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
+#[path = "frwr.rs"]
+mod frwr;
+
 /// `RDS_TRANS_IB`: what `SO_RDS_TRANSPORT` names the transport.
 pub(crate) const RDS_TRANS_IB: i32 = 0;
 
 /// Send work requests per connection (C: `rds_ib_sysctl_max_send_wr` 256).
 const SEND_WR: u32 = 256;
+/// Send work requests per connection on iWARP: an RDMA READ there takes one local piece per
+/// work request (siw's `max_sge_rd` is 1), so a 1 MiB read in many iovecs needs several
+/// hundred.
+const SEND_WR_IWARP: u32 = 1024;
 /// Receive buffers per connection (C: 1024; 256 keep a TCG guest's memory small).
 const RECV_WR: u32 = 256;
 /// How long address and route resolution may take (C: 5000 ms).
@@ -146,6 +154,10 @@ pub(crate) struct IbDev {
     /// those still there before the PD goes. Under `pd`'s lock when both are taken.
     #[pin]
     mrs: Mutex<RBTree<u32, Arc<MrCell>>>,
+    /// iWARP: the service connection that fast registrations are posted on (`frwr`); taken
+    /// by `remove` before the PD goes. Lock order: before `pd`.
+    #[pin]
+    service: frwr::Service,
     /// Paths (QPs) alive on the device.
     paths: AtomicUsize,
     /// The device is going away: no new path.
@@ -180,6 +192,7 @@ impl IbClient for Client {
                 lkey,
                 pd <- new_mutex!(Some(pd), "IbDev::pd"),
                 mrs <- new_mutex!(RBTree::new(), "IbDev::mrs"),
+                service <- frwr::service(),
                 paths: AtomicUsize::new(0),
                 removing: AtomicBool::new(false),
             }),
@@ -213,9 +226,13 @@ impl IbClient for Client {
                 pr_warn!("still waiting for connections on a removed RDMA device\n");
             }
         }
+        // iWARP: the service connection goes (a registration in progress finishes first; later
+        // ones see `removing`).
+        let mut svc = data.service.lock();
+        frwr::teardown(svc.take(), &ctx);
         // The registrations still on the device are revoked (their owners' handles stay, and
-        // find nothing to deregister), then the PD goes. Holding the PD's lock keeps new
-        // registrations out meanwhile.
+        // find nothing to deregister), then the PD goes. Holding the PD's lock (and the
+        // service's) keeps new registrations out meanwhile.
         let mut pd = data.pd.lock();
         let mrs = core::mem::replace(&mut *data.mrs.lock(), RBTree::new());
         let mut revoked = 0;
@@ -228,6 +245,7 @@ impl IbClient for Client {
         drop(mrs);
         let pd = pd.take();
         drop(pd);
+        drop(svc);
         if revoked != 0 {
             pr_info!(
                 "{} registrations on a removed RDMA device revoked\n",
@@ -338,11 +356,28 @@ impl IbModule {
     }
 }
 
+/// A registration on a device: by `ib_reg_user_mr` (IB, RoCE) or fast registration (iWARP).
+/// Dropping it revokes it.
+enum DevMr {
+    User(UserMr),
+    Fast(FastMr),
+}
+
+impl DevMr {
+    fn rkey(&self) -> u32 {
+        match self {
+            DevMr::User(m) => m.rkey(),
+            DevMr::Fast(m) => m.rkey(),
+        }
+    }
+}
+
 /// A registration's slot in its device's list: the device registration while it is valid.
-type MrCell = Mutex<Option<UserMr>>;
+type MrCell = Mutex<Option<DevMr>>;
 
 /// A registration on an RDMA device (C: an FRWR or FMR of `ib_rdma.c`): made with
-/// `ib_reg_user_mr` on the device's PD, so it belongs to the device, not to a connection. It
+/// `ib_reg_user_mr` on the device's PD (on iWARP, by fast registration on the device's service
+/// connection: `frwr`), so it belongs to the device, not to a connection. It
 /// needs no connection to be made, is usable on every connection of the device, outlives
 /// reconnects, and is revoked by `ib_dereg_mr`, which returns only once no peer can reach the
 /// memory. Peers address it from the random page-aligned base of its region (the cookie's
@@ -379,7 +414,11 @@ impl Drop for IbMrReg {
     fn drop(&mut self) {
         let listed = self.dev.mrs.lock().remove(&self.rkey);
         drop(listed);
-        let mr = self.cell.lock().take();
+        // Deregistered here, under the cell's lock (so that the device's removal, which takes
+        // it before the PD goes, waits for the deregistration); the pages are unpinned after,
+        // when `_pages` goes.
+        let mut cell = self.cell.lock();
+        let mr = cell.take();
         if mr.is_some() {
             stats::inc(Stat::RsIbMrDeregistered);
         }
@@ -388,8 +427,8 @@ impl Drop for IbMrReg {
         } else {
             Stat::IbRdmaMr1mFree
         });
-        // Deregistered here; the pages are unpinned after, when `_pages` goes.
         drop(mr);
+        drop(cell);
     }
 }
 
@@ -401,12 +440,6 @@ impl MrOps for IbTransport {
         ctx: &ProcessCtx,
     ) -> Result<Arc<dyn MrHandle>> {
         let dev = shared.ib.find_addr(&req.laddr, ctx).ok_or(ENODEV)?;
-        if dev.attrs.iwarp {
-            // siw takes the user address as the registration's iova whatever it is asked for,
-            // and a cookie's 32-bit offset cannot carry a user address: see
-            // `Documentation/rdma.md`.
-            return Err(crate::bindings::net::eopnotsupp());
-        }
         let vec = RdsIovec {
             addr: req.addr,
             bytes: req.len,
@@ -414,9 +447,30 @@ impl MrOps for IbTransport {
         let region = loop_region(&vec, random_u32());
         // C's pool of the registration's size, for its counters.
         let small = vec.pages() <= MR_8K_PAGES;
+        if dev.attrs.iwarp && vec.pages() > u64::from(dev.attrs.max_fast_reg_pages) {
+            // More pages than one fast registration maps (siw: 256, so a 1 MiB range that does
+            // not start on a page boundary). C's `rds_ib_map_frmr` fails such a mapping with
+            // `EINVAL`.
+            return Err(EINVAL);
+        }
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let cell = Arc::pin_init(new_mutex!(None, "IbMr::cell"), GFP_KERNEL)?;
-        let rkey = {
+        let rkey = if dev.attrs.iwarp {
+            // siw takes the user address as an `ib_reg_user_mr` registration's iova whatever
+            // it is asked for, which a cookie's 32-bit offset cannot carry: fast registration.
+            frwr::register(
+                &dev,
+                &req.laddr,
+                &req.pages,
+                (req.addr % crate::bindings::mm::PAGE_SIZE as u64) as usize,
+                req.len,
+                u64::from(region.offset),
+                req.remote_write,
+                &cell,
+                node,
+                ctx,
+            )?
+        } else {
             let pd = dev.pd.lock();
             let pd = pd.as_ref().ok_or(ENODEV)?;
             // SAFETY: The registration goes to `cell`, which the device lists (below, under
@@ -434,6 +488,7 @@ impl MrOps for IbTransport {
                     ctx,
                 )?
             };
+            let mr = DevMr::User(mr);
             let rkey = mr.rkey();
             *cell.lock() = Some(mr);
             let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
@@ -1140,8 +1195,13 @@ impl Qpr {
             PathToken(dev.clone())
         };
         let cap = dev.attrs.max_qp_wr.saturating_sub(1).max(4);
+        let send_wr = if dev.attrs.iwarp {
+            SEND_WR_IWARP
+        } else {
+            SEND_WR
+        };
         let spec = QpSpec {
-            nsend: SEND_WR.min(cap),
+            nsend: send_wr.min(cap),
             nrecv: RECV_WR.min(cap),
             vector: 0,
         };
@@ -1287,12 +1347,6 @@ impl Qpr {
         let Some(op) = msg.op.as_deref() else {
             return Ok(());
         };
-        if self.dev.attrs.iwarp {
-            // iWARP needs a registration with remote write for the sink of a read, and no
-            // iWARP peer can hand out a cookie yet (`Documentation/rdma.md`).
-            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
-            return Ok(());
-        }
         let mut maps = KVec::new();
         // Maps `len` bytes of the operation's pinned `pages` at `off` (for the device to read
         // them: `to_device`), piece by piece, onto `maps`.
@@ -1346,7 +1400,16 @@ impl Qpr {
             }
             return Ok(());
         }
-        let per = self.qp.max_sge();
+        // A READ takes at most `max_sge_rd` local pieces (siw: 1). Its sink is named by the
+        // PD's local DMA l_key: siw checks only local write access for it (`siw_proc_rresp`),
+        // which that key has, so no registration of the sink is needed.
+        let per = if matches!(wr, RdmaWr::Read) {
+            self.qp
+                .max_sge()
+                .min(self.dev.attrs.max_sge_rd.max(1) as usize)
+        } else {
+            self.qp.max_sge()
+        };
         let nwr = maps.len().div_ceil(per);
         let Ok(want) = u32::try_from(nwr) else {
             send::op_complete(msg, RDS_RDMA_OTHER_ERROR);

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registrations on iWARP devices: fast registration (FRWR) posted on the device's service
+//! connection.
+//!
+//! C counterpart: `net/rds/ib_frmr.c` (`rds_ib_post_reg_frmr`), which posts on the QP of the
+//! connection that carried `RDS_CMSG_RDMA_MAP`. Here a registration belongs to the device, as
+//! on IB/RoCE (`ib_reg_user_mr`, `super::IbMr`), but siw's `ib_reg_user_mr` addresses a
+//! registration by the user's virtual address whatever iova it is given, which a cookie's
+//! 32-bit offset cannot carry. So on iWARP a registration is an MR of the PD
+//! (`ib_alloc_mr` + `ib_map_mr_sg` over the pages the core pinned, its address set to the
+//! region's zero-based base, a fresh key: [`FastMr`]), made valid by an `IB_WR_REG_MR` work
+//! request. siw executes work requests only on a QP in RTS, so every iWARP device gets a
+//! *service connection*: an rdma_cm connection of the device to its own address (a listener
+//! on a port rdma_cm chooses, an active id connecting to it), made at the first registration
+//! on the device and kept until the device goes. Registrations are serialised on it (a mutex:
+//! they run in process context); the registering thread waits for the completion of its
+//! `REG_MR` (at most [`SERVICE_MS`]; a failure or a timeout tears the connection down, which
+//! flushes the request, and the registration fails with the MR freed). A connection that
+//! failed is made again at the next registration; registrations made earlier stay valid (an
+//! MR belongs to the PD, not to a QP).
+//!
+//! Revocation needs no work request: siw's `ib_dereg_mr` makes the STag invalid for every
+//! later lookup before it returns (`siw_mr_drop_mem`), and [`FastMr`]'s drop waits for a grace
+//! period after it (a placement that found the STag valid just before runs with preemption
+//! disabled) before the pages are unmapped; the core unpins them after that.
+//!
+//! # Contexts
+//!
+//! The service's rdma_cm handlers run in rdma_cm's work queues (process context); they create
+//! the QPs of the two ends, but never destroy an id or drop one: [`teardown`] does, from the
+//! registering thread or the device's removal, with the device's service lock held.
+
+use super::{IbDev, MrCell, RESOLVE_MS};
+use crate::bindings::ib::{
+    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
+    SendSource, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND, WC_SUCCESS,
+};
+use crate::bindings::sync::ProcessCtx;
+use crate::bindings::sys;
+use crate::proto::Addr;
+use crate::rdma::RegPages;
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::{Arc, Mutex},
+};
+
+/// How long the service connection may take to come up, and a `REG_MR` to complete.
+const SERVICE_MS: u32 = 5000;
+
+/// What a `REG_MR` work request keeps in its slot: nothing (the registering thread waits for
+/// its completion, and owns the MR meanwhile).
+pub(super) struct RegKeep;
+
+impl SendSource for RegKeep {
+    fn piece(&self, _idx: usize) -> Option<Piece<'_>> {
+        None
+    }
+}
+
+type SvcQp = Arc<Qp<RegKeep>>;
+
+/// The service connection's parts the handlers fill in.
+struct SvcInner {
+    /// The active end's QP (on the active id, which [`SvcConn`] owns).
+    qp: Option<SvcQp>,
+    /// The passive end: its id (adopted from the request) and QP.
+    passive: Option<(CmId, SvcQp)>,
+    /// The active end is established.
+    up: bool,
+    /// [`teardown`] has taken the parts: the handlers add nothing more.
+    closed: bool,
+    /// The status of the last `REG_MR`, once it completed.
+    reg: Option<i32>,
+}
+
+/// The state the handlers and completions of one service connection share.
+#[pin_data]
+struct SvcState {
+    dev: Arc<IbDev>,
+    #[pin]
+    inner: Mutex<SvcInner>,
+    /// An error event, a failed completion or a QP event: the connection is not used again.
+    broken: AtomicBool,
+}
+
+impl SvcState {
+    fn usable(&self) -> Option<SvcQp> {
+        if self.broken.load(Ordering::Acquire) {
+            return None;
+        }
+        let inner = self.inner.lock();
+        if inner.up && !inner.closed {
+            inner.qp.clone()
+        } else {
+            None
+        }
+    }
+
+    fn fail(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// A QP of the service on `id` (small: one `REG_MR` at a time).
+    fn new_qp(self: &Arc<Self>, id: CmIdRef<'_>, ctx: &ProcessCtx) -> Result<SvcQp> {
+        let state = self.clone();
+        let events = QpEvents {
+            handler: Arc::new(
+                move |ev: i32| {
+                    if ev != QP_EVENT_COMM_EST {
+                        state.fail();
+                    }
+                },
+                GFP_KERNEL,
+            )?,
+        };
+        let spec = QpSpec {
+            nsend: 4,
+            nrecv: 1,
+            vector: 0,
+        };
+        let handler: Arc<dyn WcHandler> = self.clone();
+        let pd = self.dev.pd.lock();
+        let pd = pd.as_ref().ok_or(ENODEV)?;
+        Qp::new(id, None, pd, &spec, handler, events, ctx)
+    }
+}
+
+impl WcHandler for SvcState {
+    fn done(&self, tag: u32, wc: Wc) {
+        let qp = self.inner.lock().qp.clone();
+        if let Some(q) = qp {
+            drop(q.complete_send(tag & !TAG_KIND));
+        }
+        if wc.status != WC_SUCCESS {
+            self.fail();
+        }
+        self.inner.lock().reg = Some(wc.status);
+    }
+}
+
+/// The events of the active end.
+struct Active(Arc<SvcState>);
+
+impl CmHandler for Active {
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
+        let ctx = ProcessCtx::enter();
+        let st = &self.0;
+        match ev.kind {
+            cm_event::ADDR_RESOLVED => {
+                if id.resolve_route(RESOLVE_MS).is_err() {
+                    st.fail();
+                }
+            }
+            cm_event::ROUTE_RESOLVED => {
+                let Ok(q) = st.new_qp(id, &ctx) else {
+                    st.fail();
+                    return CmAction::Keep;
+                };
+                let mut inner = st.inner.lock();
+                if inner.closed || inner.qp.is_some() {
+                    drop(inner);
+                    // Torn down meanwhile: the QP goes now (the id goes with the teardown).
+                    q.shutdown(&ctx);
+                    return CmAction::Keep;
+                }
+                inner.qp = Some(q);
+                drop(inner);
+                if id.connect(&[]).is_err() {
+                    st.fail();
+                }
+            }
+            cm_event::ESTABLISHED => st.inner.lock().up = true,
+            cm_event::ADDR_ERROR
+            | cm_event::ROUTE_ERROR
+            | cm_event::CONNECT_ERROR
+            | cm_event::UNREACHABLE
+            | cm_event::REJECTED
+            | cm_event::DEVICE_REMOVAL
+            | cm_event::ADDR_CHANGE
+            | cm_event::DISCONNECTED
+            | cm_event::TIMEWAIT_EXIT => st.fail(),
+            _ => {}
+        }
+        CmAction::Keep
+    }
+}
+
+/// The events of the listener and of the passive end.
+struct Passive(Arc<SvcState>);
+
+impl CmHandler for Passive {
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
+        let ctx = ProcessCtx::enter();
+        let st = &self.0;
+        match ev.kind {
+            cm_event::CONNECT_REQUEST => {
+                if st.broken.load(Ordering::Acquire) {
+                    return CmAction::Destroy;
+                }
+                let Ok(q) = st.new_qp(id, &ctx) else {
+                    st.fail();
+                    return CmAction::Destroy;
+                };
+                let handler: Arc<dyn CmHandler> = match Arc::new(Passive(st.clone()), GFP_KERNEL) {
+                    Ok(h) => h,
+                    Err(_) => {
+                        q.shutdown(&ctx);
+                        st.fail();
+                        return CmAction::Destroy;
+                    }
+                };
+                let mut inner = st.inner.lock();
+                if inner.closed || inner.passive.is_some() {
+                    drop(inner);
+                    q.shutdown(&ctx);
+                    return CmAction::Destroy;
+                }
+                let owned = match id.adopt(handler) {
+                    Ok(o) => o,
+                    Err(_) => {
+                        drop(inner);
+                        q.shutdown(&ctx);
+                        st.fail();
+                        return CmAction::Destroy;
+                    }
+                };
+                // From here the id is the service's (it goes with the teardown).
+                inner.passive = Some((owned, q));
+                drop(inner);
+                if id.accept(&[]).is_err() {
+                    st.fail();
+                }
+            }
+            cm_event::ESTABLISHED => {}
+            _ => st.fail(),
+        }
+        CmAction::Keep
+    }
+}
+
+/// A service connection: the two ids the registering side created, and the shared state.
+pub(super) struct SvcConn {
+    state: Arc<SvcState>,
+    listen: CmId,
+    active: CmId,
+}
+
+/// A device's service connection, if made; the lock serialises registrations and their
+/// `REG_MR`s, and the device's removal takes it before its PD goes.
+pub(super) type Service = Mutex<Option<SvcConn>>;
+
+/// A new, empty service slot.
+pub(super) fn service() -> impl PinInit<Service> {
+    new_mutex!(None, "IbDev::service")
+}
+
+/// Takes the service connection down (process context, not in one of its handlers): no more
+/// requests (the listener goes first, after any request its handler is working on), then
+/// both ends' QPs (drained: every request completes) and ids.
+pub(super) fn teardown(conn: Option<SvcConn>, ctx: &ProcessCtx) {
+    let Some(SvcConn {
+        state,
+        listen,
+        active,
+    }) = conn
+    else {
+        return;
+    };
+    state.fail();
+    drop(listen);
+    let (qp, passive) = {
+        let mut inner = state.inner.lock();
+        inner.closed = true;
+        (inner.qp.take(), inner.passive.take())
+    };
+    if let Some(q) = qp {
+        q.shutdown(ctx);
+        drop(q);
+    }
+    drop(active);
+    if let Some((id, q)) = passive {
+        q.shutdown(ctx);
+        drop(q);
+        drop(id);
+    }
+}
+
+/// Waits (process context) until `f` returns `Some`, at most [`SERVICE_MS`].
+fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = sys::jiffies().wrapping_add(sys::ms_to_jiffies(SERVICE_MS));
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if (sys::jiffies().wrapping_sub(deadline) as i64) >= 0 {
+            return None;
+        }
+        sys::sleep_briefly();
+    }
+}
+
+/// The service connection's QP, made now (from `laddr`, an address of the device, to itself)
+/// if there is none or the one there failed.
+fn ready_locked(
+    svc: &mut Option<SvcConn>,
+    dev: &Arc<IbDev>,
+    laddr: &Addr,
+    ctx: &ProcessCtx,
+) -> Result<SvcQp> {
+    if let Some(q) = svc.as_ref().and_then(|c| c.state.usable()) {
+        return Ok(q);
+    }
+    teardown(svc.take(), ctx);
+    let v6 = laddr.v4().is_none();
+    let state = Arc::pin_init(
+        pin_init!(SvcState {
+            dev: dev.clone(),
+            inner <- new_mutex!(
+                SvcInner {
+                    qp: None,
+                    passive: None,
+                    up: false,
+                    closed: false,
+                    reg: None,
+                },
+                "SvcState::inner"
+            ),
+            broken: AtomicBool::new(false),
+        }),
+        GFP_KERNEL,
+    )?;
+    let listen = CmId::new(Arc::new(Passive(state.clone()), GFP_KERNEL)?, v6, ctx)?;
+    let active = CmId::new(Arc::new(Active(state.clone()), GFP_KERNEL)?, v6, ctx);
+    let active = match active {
+        Ok(a) => a,
+        Err(e) => {
+            drop(listen);
+            return Err(e);
+        }
+    };
+    let started = listen.listen_at(&laddr.0, 0, ctx).and_then(|()| {
+        let port = listen.port();
+        active.resolve_addr(&laddr.0, &laddr.0, port, 0, RESOLVE_MS)
+    });
+    *svc = Some(SvcConn {
+        state: state.clone(),
+        listen,
+        active,
+    });
+    if let Err(e) = started {
+        teardown(svc.take(), ctx);
+        return Err(e);
+    }
+    let q = wait_for(|| {
+        if state.broken.load(Ordering::Acquire) {
+            return Some(None);
+        }
+        state.usable().map(Some)
+    })
+    .flatten();
+    match q {
+        Some(q) => Ok(q),
+        None => {
+            pr_warn!("no service connection on an iWARP device\n");
+            teardown(svc.take(), ctx);
+            Err(crate::bindings::net::enotconn())
+        }
+    }
+}
+
+/// Posts a `REG_MR` of `mr` on the service connection and waits for its completion; a
+/// failure or a timeout tears the connection down (which flushes the request).
+fn reg_locked(
+    svc: &mut Option<SvcConn>,
+    qp: &SvcQp,
+    mr: &FastMr,
+    remote_write: bool,
+    ctx: &ProcessCtx,
+) -> Result {
+    let Some(state) = svc.as_ref().map(|c| c.state.clone()) else {
+        return Err(crate::bindings::net::enotconn());
+    };
+    state.inner.lock().reg = None;
+    // SAFETY: `mr` lives until this function returns, and it returns only once the request
+    // completed or, on a failure or timeout, after the teardown shut the QP down (drained).
+    let posted = unsafe { qp.post_reg(0, RegKeep, mr, remote_write, SEND_SIGNALED) };
+    if let Err(e) = posted {
+        teardown(svc.take(), ctx);
+        return Err(e);
+    }
+    match wait_for(|| state.inner.lock().reg) {
+        Some(WC_SUCCESS) => Ok(()),
+        status => {
+            pr_warn!(
+                "fast registration on an iWARP device failed ({:?})\n",
+                status
+            );
+            teardown(svc.take(), ctx);
+            Err(EIO)
+        }
+    }
+}
+
+/// Registers the pinned `pages` (`len` bytes from `offset` in the first page) on the iWARP
+/// device `dev`, addressed by peers from `iova`, with remote read (and remote write when
+/// `remote_write`): the registration goes into `cell`, which is listed on the device by its
+/// r_key (`node`) before the service lock is released, so that the device's removal, which
+/// takes that lock before its PD goes, finds it. Returns the r_key.
+#[expect(clippy::too_many_arguments)]
+pub(super) fn register(
+    dev: &Arc<IbDev>,
+    laddr: &Addr,
+    pages: &RegPages,
+    offset: usize,
+    len: u64,
+    iova: u64,
+    remote_write: bool,
+    cell: &Arc<MrCell>,
+    node: RBTreeNodeReservation<u32, Arc<MrCell>>,
+    ctx: &ProcessCtx,
+) -> Result<u32> {
+    let mut svc = dev.service.lock();
+    if dev.removing.load(Ordering::Acquire) {
+        return Err(ENODEV);
+    }
+    let mr = {
+        let pd = dev.pd.lock();
+        let pd = pd.as_ref().ok_or(ENODEV)?;
+        // SAFETY: The PD goes only after the device's removal took the service lock, which is
+        // held until the registration is dropped (failure) or listed in `dev.mrs` (below),
+        // which the removal revokes before the PD goes. The pages are the registration's,
+        // kept pinned by its owner until after the registration is dropped (`IbMrReg`).
+        unsafe { FastMr::map(pd, &pages.pages, offset, len, iova, ctx)? }
+    };
+    // One more try on a new connection if the first one turns out broken.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let r = ready_locked(&mut svc, dev, laddr, ctx)
+            .and_then(|qp| reg_locked(&mut svc, &qp, &mr, remote_write, ctx));
+        match r {
+            Ok(()) => break,
+            Err(_) if tries < 2 => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let rkey = mr.rkey();
+    *cell.lock() = Some(super::DevMr::Fast(mr));
+    let pd = dev.pd.lock();
+    let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
+    drop(old);
+    drop(pd);
+    drop(svc);
+    Ok(rkey)
+}
