@@ -1818,6 +1818,41 @@ impl<K: SendSource + 'static> Qp<K> {
         r
     }
 
+    /// Posts an RDMA READ of zero bytes from send slot `slot` at `remote` (address, r_key):
+    /// nothing moves, but its response comes back only after the peer handled every request
+    /// posted before it (on iWARP, where an RDMA WRITE completes when it was sent, this tells
+    /// that earlier writes were placed). `keeper` stays in the slot until
+    /// [`Qp::complete_send`].
+    pub(crate) fn post_zero_read(
+        &self,
+        slot: u32,
+        keeper: K,
+        remote: (u64, u32),
+        flags: i32,
+    ) -> Result {
+        let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
+        if slot >= self.nsend {
+            return Err(EINVAL);
+        }
+        let mut slots = self.slots.lock();
+        let st = slots.free_send(slot)?;
+        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
+        // cqe lives in this object, which drains the QP before it goes; the one local piece
+        // is zero bytes long, so no memory is named.
+        let r = unsafe {
+            self.idref()
+                .post_rdma(cqe, &[0], &[0], self.lkey, &RdmaWr::Read, remote, flags)
+        };
+        if r.is_ok() {
+            *st = Some(Outstanding {
+                maps: KVec::new(),
+                _map: None,
+                keeper: Some(keeper),
+            });
+        }
+        r
+    }
+
     /// The SEND of slot `slot` completed (or was flushed): returns its keeper.
     pub(crate) fn complete_send(&self, slot: u32) -> Option<K> {
         let st = self.slots.lock().sends.get_mut(slot as usize)?.take()?;

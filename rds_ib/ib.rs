@@ -684,7 +684,13 @@ impl ConnTransport for IbConn {
                 info.max_recv_wr = q.qp.nrecv();
                 info.max_send_sge = q.dev.attrs.max_send_sge.min(8);
                 info.mr_max = q.dev.attrs.max_mr;
-                info.mr_size = u32::try_from(MAX_MR_PAGES).unwrap_or(u32::MAX);
+                // iWARP: one fast registration maps at most this many pages.
+                let most = u32::try_from(MAX_MR_PAGES).unwrap_or(u32::MAX);
+                info.mr_size = if q.dev.attrs.iwarp {
+                    most.min(q.dev.attrs.max_fast_reg_pages)
+                } else {
+                    most
+                };
             }
         }
         Some(info)
@@ -1411,7 +1417,13 @@ impl Qpr {
             self.qp.max_sge()
         };
         let nwr = maps.len().div_ceil(per);
-        let Ok(want) = u32::try_from(nwr) else {
+        // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
+        // with a TERMINATE that ends the connection: a READ of zero bytes behind the writes
+        // (its response comes after the peer placed them) makes their completion mean that
+        // the data is at the peer, and a refusal an operation that does not complete (the
+        // connection's reset reports it dropped). The SEND behind it is fenced.
+        let placed = self.dev.attrs.iwarp && matches!(wr, RdmaWr::Write);
+        let Ok(want) = u32::try_from(nwr + usize::from(placed)) else {
             send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
             return Ok(());
         };
@@ -1437,27 +1449,41 @@ impl Qpr {
         let mut pieces = maps.into_iter();
         for k in 0..want {
             let mut bytes = 0u64;
-            let posted = KVec::with_capacity(per, GFP_KERNEL)
-                .map_err(Error::from)
-                .and_then(|mut chunk| {
-                    for m in pieces.by_ref().take(per) {
-                        bytes += m.len() as u64;
-                        // Room for `per` was reserved.
-                        chunk.push(m, GFP_KERNEL)?;
-                    }
-                    let keep = Keep::Rdma {
-                        msg: msg.clone(),
-                        completes: alone && k + 1 == want,
-                    };
-                    self.qp.post_rdma(
-                        (pos + k) % nslots,
-                        keep,
-                        chunk,
-                        &wr,
-                        (raddr, op.rkey),
-                        SEND_SIGNALED,
-                    )
-                });
+            let completes = alone && k + 1 == want;
+            let posted = if placed && k + 1 == want {
+                let keep = Keep::Rdma {
+                    msg: msg.clone(),
+                    completes,
+                };
+                self.qp.post_zero_read(
+                    (pos + k) % nslots,
+                    keep,
+                    (remote_addr, op.rkey),
+                    SEND_SIGNALED,
+                )
+            } else {
+                KVec::with_capacity(per, GFP_KERNEL)
+                    .map_err(Error::from)
+                    .and_then(|mut chunk| {
+                        for m in pieces.by_ref().take(per) {
+                            bytes += m.len() as u64;
+                            // Room for `per` was reserved.
+                            chunk.push(m, GFP_KERNEL)?;
+                        }
+                        let keep = Keep::Rdma {
+                            msg: msg.clone(),
+                            completes,
+                        };
+                        self.qp.post_rdma(
+                            (pos + k) % nslots,
+                            keep,
+                            chunk,
+                            &wr,
+                            (raddr, op.rkey),
+                            SEND_SIGNALED,
+                        )
+                    })
+            };
             if posted.is_err() {
                 // The QP is going (or failed): the rest of the slots go back, and the reset
                 // reports the operation dropped (it is never sent again).
@@ -1512,10 +1538,12 @@ impl Qpr {
                 _ => &hdr,
             };
             // The first SEND behind an RDMA read or an atomic (whose results the message
-            // announces), or a fenced operation, waits for it.
+            // announces), or a fenced operation, waits for it; on iWARP, behind a write too
+            // (which ends in a READ: `post_op`).
             let fence = frag == 0
                 && msg.op.as_deref().is_some_and(|op| {
                     op.fence
+                        || self.dev.attrs.iwarp
                         || matches!(
                             op.kind,
                             OpKind::Rdma { write: false, .. } | OpKind::Atomic { .. }
