@@ -43,20 +43,19 @@ for soft in rxe siw; do
         tap $f not "ib_${soft}_${fam}_echo_exit" "rc=$rc" "$(tail -3 "$log")"
       fi
     done
-    # RDMA reads and writes across the device's connection (rxe: siw has no registrations).
-    if [ "$soft" = rxe ]; then
-      run_prog harness.tap ib_rdma_rxe_v4 "$TESTS" ib-rdma 192.0.2.1 192.0.2.2 rxe_v4 >> "$OUT/$f"
-      run_prog harness.tap ib_rdma_rxe_v6 "$TESTS" ib-rdma fd00::1 fd00::2 rxe_v6 >> "$OUT/$f"
-    fi
+    # RDMA reads and writes across the device's connection (siw: fast registrations, no
+    # atomics).
+    run_prog harness.tap "ib_rdma_${soft}_v4" "$TESTS" ib-rdma 192.0.2.1 192.0.2.2 "${soft}_v4" >> "$OUT/$f"
+    run_prog harness.tap "ib_rdma_${soft}_v6" "$TESTS" ib-rdma fd00::1 fd00::2 "${soft}_v6" >> "$OUT/$f"
     # The connections stay up after their sockets are gone; unloading must take them down.
     if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
     else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi
-    # The device goes away under live registrations (rxe: siw has none to revoke).
-    if [ "$soft" = rxe ] && load_rs; then
+    # The device goes away under live registrations (siw: with its service connection).
+    if load_rs; then
       rm -f "$OUT/mr-mark" "$OUT/mr-go"
       "$TESTS" ib-mr-revoke 192.0.2.1 "$OUT/mr-mark" "$OUT/mr-go" >> "$OUT/$f" 2>&1 & mr_pid=$!
       for _ in $(seq 300); do [ -e "$OUT/mr-mark" ] && break; sleep 0.1; done
-      rdma link delete rxe0
+      rdma link delete "${soft}0"
       touch "$OUT/mr-go"
       wait "$mr_pid" || tap $f not ib_mr_revoke_exit "rc=$?" "rds-tests ib-mr-revoke failed"
       unload_rs || tap $f not ib_mr_revoke_rmmod failed "rmmod rds_rs failed"

@@ -11,8 +11,12 @@
 //!   (with and without `RDS_RDMA_INVALIDATE`) frees once and then answers `EINVAL`; closing
 //!   the socket frees what it still holds; the counters `rs_ib_mr_registered` and
 //!   `rs_ib_mr_deregistered` move by exactly the registrations made and undone.
-//! - siw: `EOPNOTSUPP` (siw ignores the iova asked for and addresses a registration by the
-//!   user's virtual address, which a cookie cannot carry: `Documentation/rdma.md`).
+//!   C's pool counters (`ib_rdma_mr_8k_alloc` + `ib_rdma_mr_1m_alloc`, and the `_free`s) move
+//!   by as many.
+//! - siw: the same, by fast registration on the device's service connection (an rdma_cm
+//!   connection of the device to itself, made at the first registration:
+//!   `Documentation/rdma.md`); in addition, 257 pages (more than one fast registration maps
+//!   on siw) are refused with `EINVAL`, and atomics with `EOPNOTSUPP`.
 
 use crate::rdma::atomic_op;
 use crate::util::res_obs;
@@ -66,11 +70,6 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     r.expect(&format!("{p}_no_connection"), &ours.to_string(), "0");
 
     if soft == "siw" {
-        r.expect(
-            &format!("{p}_get_mr"),
-            &res_obs(&s.get_mr(mem.at(0), 4096, RDS_RDMA_READWRITE)),
-            "EOPNOTSUPP",
-        );
         // siw has no atomics: refused at sendmsg (towards the other end of the pair).
         let peer: IpAddr = match ip {
             IpAddr::V4(a) => {
@@ -96,11 +95,25 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
             &res_obs(&atomic_op(&s, &SocketAddr::new(peer, 4721), &a, b"", None)),
             "EOPNOTSUPP",
         );
-        return Ok(());
+        // One fast registration maps at most 256 pages on siw: 1 MiB that does not start on a
+        // page boundary (257 pages) is refused as C's FRWR mapping refuses it.
+        r.expect(
+            &format!("{p}_get_mr_257_pages"),
+            &res_obs(&s.get_mr(mem.at(100), 1 << 20, RDS_RDMA_READWRITE)),
+            "EINVAL",
+        );
     }
 
     let reg0 = counter(&s, "rs_ib_mr_registered")?;
     let dereg0 = counter(&s, "rs_ib_mr_deregistered")?;
+    let c_alloc = |s: &RdsSocket| -> Result<u64, String> {
+        Ok(counter(s, "ib_rdma_mr_8k_alloc")? + counter(s, "ib_rdma_mr_1m_alloc")?)
+    };
+    let c_free = |s: &RdsSocket| -> Result<u64, String> {
+        Ok(counter(s, "ib_rdma_mr_8k_free")? + counter(s, "ib_rdma_mr_1m_free")?)
+    };
+    let alloc0 = c_alloc(&s)?;
+    let free0 = c_free(&s)?;
     let mut made = 0u64;
     let mut undone = 0u64;
 
@@ -168,6 +181,11 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         &(counter(&s, "rs_ib_mr_registered")? - reg0).to_string(),
         &made.to_string(),
     );
+    r.expect(
+        &format!("{p}_c_alloc_counted"),
+        &(c_alloc(&s)? - alloc0).to_string(),
+        &made.to_string(),
+    );
 
     // Freed once; a second free of the same cookie is EINVAL.
     if let Some(&c) = cookies.first() {
@@ -202,10 +220,15 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         &(counter(&t, "rs_ib_mr_deregistered")? - dereg0).to_string(),
         &(undone + rest).to_string(),
     );
+    r.expect(
+        &format!("{p}_c_free_counted"),
+        &(c_free(&t)? - free0).to_string(),
+        &(undone + rest).to_string(),
+    );
     Ok(())
 }
 
-/// `rds-tests ib-mr-revoke ADDR MARK GO`: three registrations on the rxe device of ADDR, then
+/// `rds-tests ib-mr-revoke ADDR MARK GO`: three registrations on the rxe or siw device of ADDR, then
 /// MARK is created and the device deleted by the caller (who creates GO when it is gone; at
 /// most 60 s). The registrations were revoked with the device (`rs_ib_mr_revoked` by 3,
 /// nothing left for the owner to deregister), their cookies are still the socket's to free,

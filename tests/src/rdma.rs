@@ -425,6 +425,14 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
 
 /// RDMA write and read over every size and iovec count, with data and guard checks.
 fn transfers(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    transfers_with(r, e, None)
+}
+
+/// [`transfers`], on a device whose registrations map at most `max_pages` pages (siw's fast
+/// registrations: 256): a transfer whose registration would take more (1 MiB from offset
+/// 4093: 257 pages) registers from the start of a page instead (256 pages); the same data
+/// checks.
+fn transfers_with(r: &mut Report, e: &mut Env, max_pages: Option<usize>) -> Result<(), String> {
     const ROFF: usize = 4093;
     let sizes: [(usize, &str); 6] = [
         (1, "1"),
@@ -442,7 +450,11 @@ fn transfers(r: &mut Report, e: &mut Env) -> Result<(), String> {
             }
             for write in [true, false] {
                 let name = format!("{}_{sname}_{n}iov", if write { "write" } else { "read" });
-                let obs = transfer(e, size, n, write, &data, ROFF)?;
+                let roff = match max_pages {
+                    Some(m) if (ROFF % 4096 + size).div_ceil(4096) > m => 0,
+                    _ => ROFF,
+                };
+                let obs = transfer(e, size, n, write, &data, roff)?;
                 r.expect(
                     &name,
                     &obs,
@@ -1970,14 +1982,76 @@ pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     e.s.send_to(b"hello", e.ca)
         .map_err(|err| format!("first send: {err}"))?;
     r.expect("connect", &got(&e.c), "got=hello");
-    transfers(r, &mut e)?;
+    // siw (iWARP): registrations are fast registrations of at most 256 pages, and there are
+    // no atomics.
+    let iwarp = name.starts_with("siw");
+    transfers_with(r, &mut e, if iwarp { Some(256) } else { None })?;
     remote_offsets(r, &mut e)?;
     ib_ordering(r, &mut e)?;
-    ib_refusals(r, &mut e)?;
-    // rxe has the plain atomics only.
-    atomics(r, &mut e, false)?;
-    ib_barrier(r, &mut e)?;
+    // A peer's refusal: IB answers the request with a NAK (`RDS_RDMA_REMOTE_ERROR`); iWARP
+    // with a TERMINATE that ends the connection, and siw flushes what was outstanding, so
+    // the operation is reported dropped.
+    let refused = if iwarp { "DROPPED" } else { "REMOTE_ERROR" };
+    ib_refusals(r, &mut e, refused)?;
+    if iwarp {
+        siw_no_atomics(r, &mut e)?;
+    } else {
+        // rxe has the plain atomics only.
+        atomics(r, &mut e, false)?;
+    }
+    ib_barrier(r, &mut e, refused)?;
     r.expect("nothing_left", &leftovers(&e.c, &e.s), "");
+    Ok(())
+}
+
+/// siw has no atomics: every kind is refused at `sendmsg` with `EOPNOTSUPP`, and nothing
+/// changes in the target.
+fn siw_no_atomics(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    let cmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    cmem.write_u64(0, 7);
+    let cookie =
+        e.c.get_mr(cmem.at(0), 64, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let ops = [
+        ("fadd", AtomicOp::Fadd { add: 1 }),
+        (
+            "cswp",
+            AtomicOp::Cswp {
+                compare: 7,
+                swap: 8,
+            },
+        ),
+        (
+            "masked_fadd",
+            AtomicOp::MaskedFadd {
+                add: 1,
+                nocarry_mask: 0,
+            },
+        ),
+    ];
+    for (name, op) in ops {
+        let a = AtomicArgs {
+            cookie,
+            local_addr: smem.at(16),
+            remote_addr: 0,
+            op,
+            flags: RDS_RDMA_NOTIFY_ME,
+            user_token: e.tok(),
+        };
+        let sent = atomic_op(&e.s, &e.ca, &a, b"atomic", None);
+        r.expect(
+            &format!("atomic_{name}_refused"),
+            &res_obs(&sent),
+            "EOPNOTSUPP",
+        );
+    }
+    r.expect(
+        "atomic_target_unchanged",
+        &format!("{}", cmem.read_u64(0)),
+        "7",
+    );
+    let _ = e.c.free_mr(cookie, 0);
     Ok(())
 }
 
@@ -2096,7 +2170,7 @@ fn ib_try_write(e: &mut Env, cookie: u64, smem: &RdmaMem) -> Result<String, Stri
 /// on the last id returns once all are complete (their messages all arrive, and the data of
 /// each is in place); then a refused write (forged r_key) completes too: a barrier on its id
 /// returns, and the mark passes it.
-fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
+fn ib_barrier(r: &mut Report, e: &mut Env, refused: &str) -> Result<(), String> {
     const N: usize = 32;
     const SLOT: usize = 4096;
     let cmem = RdmaMem::new(N * SLOT).map_err(|e| format!("mmap: {e}"))?;
@@ -2153,7 +2227,7 @@ fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
             mark >= id,
             nothing_or(&e.c, Duration::from_secs(2), "yes")
         ),
-        "OK next_id=true reached=true note=REMOTE_ERROR msg=nothing",
+        &format!("OK next_id=true reached=true note={refused} msg=nothing"),
     );
     let _ = e.c.free_mr(cookie, 0);
     Ok(())
@@ -2163,7 +2237,8 @@ fn ib_barrier(r: &mut Report, e: &mut Env) -> Result<(), String> {
 /// cookie; each costs the operation (`RDS_RDMA_REMOTE_ERROR`, its message is not delivered)
 /// and the connection a reconnect, after which operations work again. A use-once
 /// registration is gone once the message of an operation on it arrived.
-fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
+fn ib_refusals(r: &mut Report, e: &mut Env, refused: &str) -> Result<(), String> {
+    let refused_msg = format!("{refused} msg=nothing");
     let cmem = RdmaMem::new(3 * 4096).map_err(|e| format!("mmap: {e}"))?;
     let smem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
     smem.fill(0x5A);
@@ -2175,7 +2250,7 @@ fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "write_forged_rkey",
         &ib_try_write(e, forged, &smem)?,
-        "REMOTE_ERROR msg=nothing",
+        &refused_msg,
     );
     r.expect(
         "write_good_after_reconnect",
@@ -2188,7 +2263,7 @@ fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "write_read_only",
         &ib_try_write(e, ro, &smem)?,
-        "REMOTE_ERROR msg=nothing",
+        &refused_msg,
     );
     // Reading it is allowed.
     cmem.write(4096, &pattern(64, 9));
@@ -2220,7 +2295,7 @@ fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "write_stale_cookie",
         &ib_try_write(e, good, &smem)?,
-        "REMOTE_ERROR msg=nothing",
+        &refused_msg,
     );
     let once =
         e.c.get_mr(
@@ -2238,7 +2313,7 @@ fn ib_refusals(r: &mut Report, e: &mut Env) -> Result<(), String> {
     r.expect(
         "write_use_once_again",
         &ib_try_write(e, once, &smem)?,
-        "REMOTE_ERROR msg=nothing",
+        &refused_msg,
     );
     r.expect(
         "write_good_at_end",
