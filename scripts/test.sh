@@ -225,15 +225,16 @@ for soft in rxe siw; do
   done
   expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
 done
-# RDMA across rxe, rds_rs at both ends (rds-tests ib-rdma).
+# RDMA across rxe and siw, rds_rs at both ends (rds-tests ib-rdma; siw has no atomics).
 rdma_ib="connect cookie_offset_keeps_page_offset write_at_remote_offset read_at_remote_offset
   write_remote_bytes_larger write_exact_end read_remote_bytes_larger write_then_message_in_place
   write_good write_forged_rkey write_good_after_reconnect write_read_only read_read_only
   write_stale_cookie write_use_once use_once_freed write_use_once_again write_good_at_end
-  atomic_fadd atomic_fadd_wraps atomic_cswp_hit atomic_cswp_miss atomic_masked_fadd_fields16
-  atomic_masked_fadd_bit7 atomic_masked_fadd_mask0 atomic_masked_cswp_hit
-  atomic_masked_cswp_miss atomic_host_byte_order atomic_fadd_sequence atomic_second_word
   barrier_after_writes barrier_after_refused nothing_left"
+rdma_rxe="atomic_fadd atomic_fadd_wraps atomic_cswp_hit atomic_cswp_miss atomic_masked_fadd_fields16
+  atomic_masked_fadd_bit7 atomic_masked_fadd_mask0 atomic_masked_cswp_hit
+  atomic_masked_cswp_miss atomic_host_byte_order atomic_fadd_sequence atomic_second_word"
+rdma_siw="atomic_fadd_refused atomic_cswp_refused atomic_masked_fadd_refused atomic_target_unchanged"
 for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
   for n in 1 2 16 512; do
     [ "$n" -gt "${size#*:}" ] && continue
@@ -241,19 +242,22 @@ for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
   done
 done
 for fam in v4 v6; do
-  for check in $rdma_ib; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
+  for check in $rdma_ib $rdma_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
+  for check in $rdma_ib $rdma_siw; do expect+=(--expect "$res/b/ib-rs-siw.tap:ib_rdma_siw_${fam}_$check"); done
 done
-# Registrations with no connection (rds-tests ib-mr): on rxe, and refused on siw; revoked with
-# their device (rds-tests ib-mr-revoke).
-for check in counted free_after get_mr_no_device nothing_left; do
-  expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_revoke_$check")
+# Registrations with no connection (rds-tests ib-mr): on rxe, and on siw by fast registration;
+# revoked with their device (rds-tests ib-mr-revoke).
+for soft in rxe siw; do
+  for check in counted free_after get_mr_no_device nothing_left; do
+    expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_mr_revoke_$check")
+  done
 done
-mr_rxe="no_connection successive_keys_differ live_keys_distinct registered_counted free free_again
-  free_invalidate deregistered_counted close_frees"
-for k in read_only unaligned 1mib use_once; do mr_rxe+=" get_mr_$k cookie_offset_$k"; done
+mr_all="no_connection successive_keys_differ live_keys_distinct registered_counted free free_again
+  free_invalidate deregistered_counted close_frees c_alloc_counted c_free_counted"
+for k in read_only unaligned 1mib use_once; do mr_all+=" get_mr_$k cookie_offset_$k"; done
 for fam in v4 v6; do
-  for check in $mr_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
-  for check in no_connection get_mr atomic; do
+  for check in $mr_all; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
+  for check in $mr_all atomic get_mr_257_pages; do
     expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
   done
 done
