@@ -1987,6 +1987,12 @@ pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let iwarp = name.starts_with("siw");
     transfers_with(r, &mut e, if iwarp { Some(256) } else { None })?;
     remote_offsets(r, &mut e)?;
+    if iwarp {
+        // RDMA_MAP, RDMA_DEST and GET_MR_FOR_DEST as on loopback (on rxe the device pins the
+        // pages too, so `VmPin` moves twice as much there; C against rds-rs covers RDMA_MAP
+        // on rxe: `ib-rdma-pair`).
+        map_and_dest(r, &mut e)?;
+    }
     ib_ordering(r, &mut e)?;
     // A peer's refusal: IB answers the request with a NAK (`RDS_RDMA_REMOTE_ERROR`); iWARP
     // with a TERMINATE that ends the connection, and siw flushes what was outstanding, so
