@@ -29,6 +29,7 @@ static u32 rds_rs_loop_ack_hold_val;
 static u32 rds_rs_loop_reset_every_val;
 static u32 rds_rs_loop_softirq_val;
 static u32 rds_rs_loop_ring_val;
+static u32 rds_rs_ib_service_break_val;
 
 u32 rds_rs_test_loop_hold(void)
 {
@@ -53,6 +54,12 @@ u32 rds_rs_test_loop_softirq(void)
 u32 rds_rs_test_loop_ring(void)
 {
 	return READ_ONCE(rds_rs_loop_ring_val);
+}
+
+/* Consumed: reads as 0 again once a registration acted on it. */
+u32 rds_rs_test_ib_service_break(void)
+{
+	return xchg(&rds_rs_ib_service_break_val, 0);
 }
 
 static void rds_rs_test_tasklet_fn(struct tasklet_struct *t)
@@ -119,6 +126,8 @@ int rds_rs_testhooks_init(void)
 			   &rds_rs_loop_reset_every_val);
 	debugfs_create_u32("loop_softirq", 0600, rds_rs_test_dir, &rds_rs_loop_softirq_val);
 	debugfs_create_u32("loop_ring", 0600, rds_rs_test_dir, &rds_rs_loop_ring_val);
+	debugfs_create_u32("ib_service_break", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_service_break_val);
 	debugfs_create_u32("conn_idle_ms", 0600, rds_rs_test_dir, &rds_rs_conn_idle_ms);
 	debugfs_create_file("reset", 0200, rds_rs_test_dir, NULL, &rds_rs_test_reset_fops);
 	debugfs_create_file("inject", 0200, rds_rs_test_dir, NULL, &rds_rs_test_inject_fops);

@@ -153,6 +153,13 @@ mod imp {
         unsafe { raw::rds_rs_test_loop_ring() }
     }
 
+    /// `ib_service_break`, consumed: whether a registration on an iWARP device is to find
+    /// its service connection failed (the knob reads as 0 again after).
+    pub(crate) fn ib_service_break() -> bool {
+        // SAFETY: The helper exchanges a static variable.
+        unsafe { raw::rds_rs_test_ib_service_break() != 0 }
+    }
+
     /// Schedules the tasklet (which runs [`TestTarget::softirq_run`]).
     pub(crate) fn tasklet_schedule() {
         // SAFETY: The helper schedules a static tasklet, killed only at unregistration.
@@ -193,6 +200,11 @@ mod imp {
     /// `loop_ring` (off in the production build).
     pub(crate) fn loop_ring() -> u32 {
         0
+    }
+
+    /// `ib_service_break` (off in the production build).
+    pub(crate) fn ib_service_break() -> bool {
+        false
     }
 
     /// Never called in the production build (`loop_softirq` is off).

@@ -38,6 +38,7 @@ use crate::bindings::ib::{
 };
 use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys;
+use crate::bindings::testhooks;
 use crate::proto::Addr;
 use crate::rdma::RegPages;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -311,6 +312,12 @@ fn ready_locked(
     laddr: &Addr,
     ctx: &ProcessCtx,
 ) -> Result<SvcQp> {
+    if testhooks::ib_service_break() {
+        // The test build's knob: as if the connection had failed (an error event).
+        if let Some(c) = svc.as_ref() {
+            c.state.fail();
+        }
+    }
     if let Some(q) = svc.as_ref().and_then(|c| c.state.usable()) {
         return Ok(q);
     }

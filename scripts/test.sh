@@ -237,7 +237,8 @@ rdma_rxe="atomic_fadd atomic_fadd_wraps atomic_cswp_hit atomic_cswp_miss atomic_
 rdma_siw="atomic_fadd_refused atomic_cswp_refused atomic_masked_fadd_refused atomic_target_unchanged
   rdma_map_send rdma_map_receiver_gets_cookie rdma_map_registers rdma_map_then_write
   rdma_map_free_by_owner rdma_map_freed rdma_map_without_cookie_addr rdma_dest_send
-  rdma_dest_receiver_gets_cookie rdma_dest_then_read rdma_dest_twice get_mr_for_dest_then_write"
+  rdma_dest_receiver_gets_cookie rdma_dest_then_read rdma_dest_twice get_mr_for_dest_then_write
+  service_broken_get_mr service_broken_writes"
 for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
   for n in 1 2 16 512; do
     [ "$n" -gt "${size#*:}" ] && continue

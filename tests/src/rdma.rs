@@ -2006,7 +2006,67 @@ pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
         atomics(r, &mut e, false)?;
     }
     ib_barrier(r, &mut e, refused)?;
+    if iwarp {
+        siw_service_rebuilt(r, &mut e)?;
+    }
     r.expect("nothing_left", &leftovers(&e.c, &e.s), "");
+    Ok(())
+}
+
+/// The test build's `ib_service_break` knob: the device's service connection (on which siw's
+/// registrations are posted) fails before the next registration, which makes a new one; the
+/// registration made before keeps working, and so does the new one (each a 4 KiB write with
+/// its data checked).
+fn siw_service_rebuilt(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const KNOB: &str = "/sys/kernel/debug/rds_rs/ib_service_break";
+    let cmem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let smem = RdmaMem::new(2 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    cmem.fill(0);
+    let before =
+        e.c.get_mr(cmem.at(0), 4096, RDS_RDMA_READWRITE)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    std::fs::write(KNOB, "1").map_err(|err| format!("{KNOB}: {err}"))?;
+    let after = e.c.get_mr(cmem.at(4096), 4096, RDS_RDMA_READWRITE);
+    let knob = std::fs::read_to_string(KNOB).map_err(|err| format!("{KNOB}: {err}"))?;
+    r.expect(
+        "service_broken_get_mr",
+        &format!("{} knob={}", res_obs(&after), knob.trim()),
+        "OK knob=0",
+    );
+    let mut obs = Vec::new();
+    for (i, cookie) in [Some(before), after.ok()].into_iter().enumerate() {
+        let Some(cookie) = cookie else { continue };
+        let data = pattern(4096, 300 + i as u64);
+        smem.write(i * 4096, &data);
+        let token = e.tok();
+        let op = Op {
+            cookie,
+            remote_addr: 0,
+            remote_bytes: 4096,
+            local: vec![RdsIovec {
+                addr: smem.at(i * 4096),
+                bytes: 4096,
+            }],
+            flags: RDS_RDMA_NOTIFY_ME | RDS_RDMA_READWRITE,
+            token,
+        };
+        let sent = rdma_op(&e.s, &e.ca, &op, b"svc", None, 0);
+        let note = one_note(&e.s).replace(&format!("#{token}"), "");
+        obs.push(format!(
+            "{}:{} {} data={}",
+            if i == 0 { "before" } else { "after" },
+            res_obs(&sent),
+            note,
+            same(&cmem.read(i * 4096, 4096), &data)
+        ));
+        let _ = got(&e.c);
+        let _ = e.c.free_mr(cookie, 0);
+    }
+    r.expect(
+        "service_broken_writes",
+        &obs.join(" "),
+        "before:OK OK data=ok after:OK OK data=ok",
+    );
     Ok(())
 }
 
