@@ -406,8 +406,9 @@ unsafe impl Sync for FastMr {}
 impl FastMr {
     /// Maps `len` bytes of `pages` from `offset` (in the first page) into a new fast
     /// registration on `pd`, addressed by peers from `iova`, with a fresh key. It is not
-    /// valid until an `IB_WR_REG_MR` of it completed. `EINVAL` if the device cannot map the
-    /// pages in one registration (more than `max_fast_reg_pages`).
+    /// valid until an `IB_WR_REG_MR` of it completed. `EINVAL` if the device maps fewer of
+    /// the pages than asked (the caller checks `max_fast_reg_pages` first; above it, siw's
+    /// `ib_alloc_mr` fails with `ENOMEM`).
     ///
     /// # Safety
     ///
