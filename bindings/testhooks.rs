@@ -153,6 +153,18 @@ mod imp {
         unsafe { raw::rds_rs_test_loop_ring() }
     }
 
+    /// `ib_route_delay_ms`.
+    pub(crate) fn ib_route_delay_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_route_delay_ms() }
+    }
+
+    /// `ib_accept_delay_ms`.
+    pub(crate) fn ib_accept_delay_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_accept_delay_ms() }
+    }
+
     /// Schedules the tasklet (which runs [`TestTarget::softirq_run`]).
     pub(crate) fn tasklet_schedule() {
         // SAFETY: The helper schedules a static tasklet, killed only at unregistration.
@@ -192,6 +204,16 @@ mod imp {
 
     /// `loop_ring` (off in the production build).
     pub(crate) fn loop_ring() -> u32 {
+        0
+    }
+
+    /// `ib_route_delay_ms` (off in the production build).
+    pub(crate) fn ib_route_delay_ms() -> u32 {
+        0
+    }
+
+    /// `ib_accept_delay_ms` (off in the production build).
+    pub(crate) fn ib_accept_delay_ms() -> u32 {
         0
     }
 

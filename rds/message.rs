@@ -786,7 +786,8 @@ struct Spares {
 }
 
 /// Spare memory for incoming messages: the memory of a message `recvmsg` is done with goes to
-/// the next one that arrives (over loopback, in the sender's call), instead of being freed
+/// the next one that arrives (over loopback in the sender's call, over IB in the receive
+/// completion's work), instead of being freed
 /// and allocated again (C's loopback needs none: the receiver gets the sender's message
 /// itself). At most [`SPARE_SLOTS`] are kept; a spare stays charged to the memory cgroup of
 /// the sender it was first allocated for. Process context only (the `&ProcessCtx` arguments):
