@@ -811,6 +811,15 @@ impl<'a> MsgHdr<'a> {
         Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_ptr().cast(), offset, len) })
     }
 
+    /// Copies payload from the caller's iovecs into `dst`, filling it (`copy_from_iter`);
+    /// returns the bytes copied, short when user memory faults or the payload ends.
+    pub(crate) fn copy_into_slice(&mut self, dst: &mut [u8]) -> usize {
+        // SAFETY: `msg` is the valid msghdr of the current call; `dst` is valid for writes of
+        // its length, and `copy_from_iter` writes at most that many bytes.
+        let n = unsafe { raw::rds_rs_msg_copy_from(self.msg, dst.as_mut_ptr().cast(), dst.len()) };
+        n.min(dst.len())
+    }
+
     /// Appends up to `len` bytes of payload from the caller's iovecs to `dst`
     /// (`copy_from_iter`), which must have room for them; returns the bytes copied, short when
     /// user memory faults. `EINVAL` when `dst` has less than `len` bytes of spare capacity.

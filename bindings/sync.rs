@@ -217,3 +217,32 @@ pub(crate) fn flush_deferred(_ctx: &ProcessCtx) {
     // SAFETY: The helper flushes a static work item; it may sleep, which `_ctx` allows.
     unsafe { raw::rds_rs_defer_flush() }
 }
+
+/// Ends the value of a uniquely owned [`Arc`] and hands back its memory, uninitialised, for a
+/// new value of the same type: a cache of spare allocations reuses it instead of freeing it
+/// and allocating again. The value's destructor runs here, before the memory is reused, as
+/// pinning requires. `None` only if the reference was not the only one after all (then it is
+/// dropped as usual).
+pub(crate) fn recycle_unique<T>(
+    value: Pin<kernel::sync::UniqueArc<T>>,
+) -> Option<kernel::sync::UniqueArc<core::mem::MaybeUninit<T>>> {
+    let arc: kernel::sync::Arc<T> = value.into();
+    let ptr = kernel::sync::Arc::into_raw(arc).cast_mut();
+    // SAFETY: `ptr` is the value of an `Arc` whose reference was the only one (it came from a
+    // `UniqueArc`) and is now owned by `ptr` (`into_raw` does not run the destructor), so
+    // nothing else can reach the value: it may be dropped in place, once; it is never used as
+    // a `T` again (the memory is handed on as `MaybeUninit<T>` below).
+    unsafe { ptr::drop_in_place(ptr) };
+    // SAFETY: `ptr` came from `Arc::<T>::into_raw`, once. `MaybeUninit<T>` has the size,
+    // alignment and layout of `T`, so the `#[repr(C)]` `ArcInner<MaybeUninit<T>>` has the
+    // layout of `ArcInner<T>`: `from_raw` finds the same allocation and reference count, and
+    // the allocation is freed with the same size if it ever is.
+    let arc = unsafe {
+        kernel::sync::Arc::<core::mem::MaybeUninit<T>>::from_raw(ptr.cast_const().cast())
+    };
+    // The reference is the only one: this gives the memory back as a `UniqueArc`.
+    let unique = arc.into_unique_or_drop()?;
+    // SAFETY: Nothing in the memory relies on being pinned any more: its `T` was dropped above,
+    // and a `MaybeUninit<T>` is never dropped or used as a `T` without being initialised again.
+    Some(unsafe { Pin::into_inner_unchecked(unique) })
+}

@@ -11,6 +11,12 @@
  *   loop_ring        non-zero N (softirq mode): a connection holds at most N 4 KiB fragments
  *                    in flight; a fuller one takes messages in parts (backpressure)
  *   conn_idle_ms     the reaper's idle time
+ *   ib_service_break non-zero: the next registration on an iWARP device finds the device's
+ *                    service connection failed (read back as 0 once consumed)
+ *   ib_route_delay_ms  the IB transport's ROUTE_RESOLVED handler sleeps this long after it
+ *                    built the QP, before it installs it (widens the window of a teardown)
+ *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
+ *                    before it publishes the path (widens the window of a destroy)
  *   reset            write anything: every connection is reset (dropped and reconnected)
  *   inject           write [laddr 16][faddr 16][tos 1][header 48][payload]: a frame arrives
  *                    on that loopback connection of the initial namespace
@@ -30,6 +36,8 @@ static u32 rds_rs_loop_reset_every_val;
 static u32 rds_rs_loop_softirq_val;
 static u32 rds_rs_loop_ring_val;
 static u32 rds_rs_ib_service_break_val;
+static u32 rds_rs_ib_route_delay_ms_val;
+static u32 rds_rs_ib_accept_delay_ms_val;
 
 u32 rds_rs_test_loop_hold(void)
 {
@@ -60,6 +68,16 @@ u32 rds_rs_test_loop_ring(void)
 u32 rds_rs_test_ib_service_break(void)
 {
 	return xchg(&rds_rs_ib_service_break_val, 0);
+}
+
+u32 rds_rs_test_ib_route_delay_ms(void)
+{
+	return READ_ONCE(rds_rs_ib_route_delay_ms_val);
+}
+
+u32 rds_rs_test_ib_accept_delay_ms(void)
+{
+	return READ_ONCE(rds_rs_ib_accept_delay_ms_val);
 }
 
 static void rds_rs_test_tasklet_fn(struct tasklet_struct *t)
@@ -128,6 +146,10 @@ int rds_rs_testhooks_init(void)
 	debugfs_create_u32("loop_ring", 0600, rds_rs_test_dir, &rds_rs_loop_ring_val);
 	debugfs_create_u32("ib_service_break", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_service_break_val);
+	debugfs_create_u32("ib_route_delay_ms", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_route_delay_ms_val);
+	debugfs_create_u32("ib_accept_delay_ms", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_accept_delay_ms_val);
 	debugfs_create_u32("conn_idle_ms", 0600, rds_rs_test_dir, &rds_rs_conn_idle_ms);
 	debugfs_create_file("reset", 0200, rds_rs_test_dir, NULL, &rds_rs_test_reset_fops);
 	debugfs_create_file("inject", 0200, rds_rs_test_dir, NULL, &rds_rs_test_inject_fops);

@@ -20,6 +20,8 @@ u32 rds_rs_test_loop_softirq(void);
 u32 rds_rs_test_loop_ring(void);
 /* Nonzero once: the next registration on an iWARP device finds its service connection failed. */
 u32 rds_rs_test_ib_service_break(void);
+u32 rds_rs_test_ib_route_delay_ms(void);
+u32 rds_rs_test_ib_accept_delay_ms(void);
 
 /* The softirq delivery of the loopback transport: a tasklet that calls rds_rs_test_softirq_run. */
 void rds_rs_test_tasklet_schedule(void);

@@ -160,6 +160,18 @@ mod imp {
         unsafe { raw::rds_rs_test_ib_service_break() != 0 }
     }
 
+    /// `ib_route_delay_ms`.
+    pub(crate) fn ib_route_delay_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_route_delay_ms() }
+    }
+
+    /// `ib_accept_delay_ms`.
+    pub(crate) fn ib_accept_delay_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_accept_delay_ms() }
+    }
+
     /// Schedules the tasklet (which runs [`TestTarget::softirq_run`]).
     pub(crate) fn tasklet_schedule() {
         // SAFETY: The helper schedules a static tasklet, killed only at unregistration.
@@ -205,6 +217,16 @@ mod imp {
     /// `ib_service_break` (off in the production build).
     pub(crate) fn ib_service_break() -> bool {
         false
+    }
+
+    /// `ib_route_delay_ms` (off in the production build).
+    pub(crate) fn ib_route_delay_ms() -> u32 {
+        0
+    }
+
+    /// `ib_accept_delay_ms` (off in the production build).
+    pub(crate) fn ib_accept_delay_ms() -> u32 {
+        0
     }
 
     /// Never called in the production build (`loop_softirq` is off).

@@ -21,6 +21,8 @@ int rds_rs_kunit_rdma_rules(void);
 int rds_rs_kunit_passive_conn(void);
 int rds_rs_kunit_lent_payload(void);
 int rds_rs_kunit_cong_unbound(void);
+int rds_rs_kunit_payload_stores(void);
+int rds_rs_kunit_slot_cache(void);
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -58,16 +60,28 @@ static void passive_conn(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_passive_conn());
 }
 
-/* A payload in a transport's receive fragments, given back with its last user. */
 /* A congestion update from an address with no bound socket is an all-clear map. */
 static void cong_unbound(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_cong_unbound());
 }
 
+/* A payload in a transport's receive fragments, given back with its last user. */
 static void lent_payload(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_lent_payload());
+}
+
+/* Payloads of every size round-trip through each way of storing them. */
+static void payload_stores(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_payload_stores());
+}
+
+/* The memory of a delivered message is kept for the next one, within bounds. */
+static void slot_cache(struct kunit *test)
+{
+	KUNIT_EXPECT_EQ(test, 0, rds_rs_kunit_slot_cache());
 }
 
 static void socket_seqpacket(struct kunit *test)
@@ -155,6 +169,8 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(passive_conn),
 	KUNIT_CASE(lent_payload),
 	KUNIT_CASE(cong_unbound),
+	KUNIT_CASE(payload_stores),
+	KUNIT_CASE(slot_cache),
 	KUNIT_CASE(socket_seqpacket),
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),

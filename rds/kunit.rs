@@ -10,7 +10,7 @@ use crate::bindings::mm::page_write;
 use crate::bindings::net::NetId;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::ConnKey;
-use crate::message::{LentFrags, Payload};
+use crate::message::{InData, Incoming, IncomingHeader, LentFrags, Payload};
 use crate::proto::{
     cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, key_acceptable, make_cookie,
     scan_send_cmsgs, verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header,
@@ -175,6 +175,8 @@ const CASE_PASSIVE: u32 = 1;
 const CASE_LENT_PAYLOAD: u32 = 2;
 /// See [`CASE_PASSIVE`].
 const CASE_CONG_UNBOUND: u32 = 3;
+/// See [`CASE_PASSIVE`].
+const CASE_SLOT_CACHE: u32 = 4;
 
 #[no_mangle]
 extern "C" fn rds_rs_kunit_passive_conn() -> c_int {
@@ -191,12 +193,88 @@ extern "C" fn rds_rs_kunit_cong_unbound() -> c_int {
     crate::bindings::testhooks::kunit(CASE_CONG_UNBOUND)
 }
 
+#[no_mangle]
+extern "C" fn rds_rs_kunit_slot_cache() -> c_int {
+    crate::bindings::testhooks::kunit(CASE_SLOT_CACHE)
+}
+
+/// Payloads of sizes around each boundary between ways of storing them (inside the payload,
+/// one buffer, buffers of 16 KiB, pages) read back, copy, segment and fragment to the bytes
+/// they were made of.
+#[no_mangle]
+extern "C" fn rds_rs_kunit_payload_stores() -> c_int {
+    let sizes = [0usize, 1, 63, 64, 65, 4095, 4096, 4097, 16384, 16385, 70000];
+    let mut src = KVec::<u8>::new();
+    if src.extend_with(70000, 0, GFP_KERNEL).is_err() {
+        return 100;
+    }
+    for (i, b) in src.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let mut back = KVec::<u8>::new();
+    if back.extend_with(70000, 0, GFP_KERNEL).is_err() {
+        return 101;
+    }
+    for (n, &len) in sizes.iter().enumerate() {
+        let base = 10 * (n as c_int + 1);
+        let Some(bytes) = src.get(..len) else {
+            return base;
+        };
+        let Ok(p) = Payload::from_bytes(bytes, GFP_KERNEL) else {
+            return base + 1;
+        };
+        let Ok(c) = p.copy(GFP_KERNEL) else {
+            return base + 2;
+        };
+        for q in [&p, &c] {
+            let Some(dst) = back.get_mut(..len) else {
+                return base + 3;
+            };
+            if q.len() != len || q.read(0, dst).is_err() || dst != bytes {
+                return base + 4;
+            }
+            // One byte past the end is not there.
+            if q.read(len, &mut [0u8; 1]).is_ok() {
+                return base + 5;
+            }
+            // The fragments, then the 4 KiB segments, add up to the bytes in order.
+            let mut at = 0usize;
+            let walked = q.try_for_each_frag(|f| {
+                let d = back.get_mut(at..at + f.len()).ok_or(EINVAL)?;
+                f.read(0, d)?;
+                at += f.len();
+                Ok(())
+            });
+            if walked.is_err() || at != len || back.get(..len) != Some(bytes) {
+                return base + 6;
+            }
+            let mut at = 0usize;
+            let mut idx = 0;
+            while let Some(f) = q.segment(idx) {
+                let Some(d) = back.get_mut(at..at + f.len()) else {
+                    return base + 7;
+                };
+                if f.read(0, d).is_err() || (f.len() != 4096 && at + f.len() != len) {
+                    return base + 7;
+                }
+                at += f.len();
+                idx += 1;
+            }
+            if at != len || back.get(..len) != Some(bytes) {
+                return base + 8;
+            }
+        }
+    }
+    0
+}
+
 /// Runs a KUnit case on the shared state.
 pub(crate) fn run_on_shared(shared: &Arc<Shared>, case: u32, ctx: &ProcessCtx) -> c_int {
     match case {
         CASE_PASSIVE => passive_conn(shared, ctx),
         CASE_LENT_PAYLOAD => lent_payload(),
         CASE_CONG_UNBOUND => cong_unbound(shared),
+        CASE_SLOT_CACHE => slot_cache(shared, ctx),
         _ => -1,
     }
 }
@@ -256,6 +334,79 @@ fn cong_unbound(shared: &Arc<Shared>) -> c_int {
         p.len() == crate::proto::CONG_MAP_BYTES,
         all.iter().all(|b| *b == 0),
     ])
+}
+
+/// A delivered message's memory goes to the cache when its last reference does (its payload
+/// dropped then), at most `SPARE_SLOTS` are kept, a message still referenced elsewhere is not
+/// taken, and taking gives the spares back out.
+fn slot_cache(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
+    struct Flag(Arc<AtomicBool>);
+    impl LentFrags for Flag {
+        fn try_for_each(&self, _f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result {
+            Ok(())
+        }
+    }
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    let cache = &shared.rx_slots;
+    let hdr = IncomingHeader {
+        saddr: Addr::from_v4([127, 0, 0, 95]),
+        daddr: Addr::from_v4([127, 0, 0, 96]),
+        sport: 1,
+        dport: 2,
+        seq: 3,
+        tos: 0,
+        rdma_cookie: 0,
+    };
+    // Empty what earlier traffic left.
+    let mut held = KVec::new();
+    while cache.spares() > 0 {
+        let Ok(s) = cache.take_or_alloc(ctx, GFP_KERNEL) else {
+            return 100;
+        };
+        if held.push(s, GFP_KERNEL).is_err() {
+            return 101;
+        }
+    }
+    drop(held);
+    let Ok(dropped) = Arc::new(AtomicBool::new(false), GFP_KERNEL) else {
+        return 102;
+    };
+    let Ok(frags) = Arc::new(Flag(dropped.clone()), GFP_KERNEL) else {
+        return 103;
+    };
+    let Ok(slot) = cache.take_or_alloc(ctx, GFP_KERNEL) else {
+        return 104;
+    };
+    let inc: Arc<Incoming> = slot
+        .fill(hdr, InData::Own(Payload::lent(frags, 0)))
+        .into_arc();
+    // Still referenced elsewhere: not taken, nothing dropped.
+    let other = inc.clone();
+    cache.give_back(inc, ctx);
+    let kept_while_shared = cache.spares() == 0 && !dropped.load(Ordering::Acquire);
+    cache.give_back(other, ctx);
+    let recycled = cache.spares() == 1 && dropped.load(Ordering::Acquire);
+    // Many more than the cache keeps.
+    let mut many = KVec::new();
+    for _ in 0..80 {
+        let Ok(slot) = cache.take_or_alloc(ctx, GFP_KERNEL) else {
+            return 105;
+        };
+        let inc = slot.fill(hdr, InData::Own(Payload::empty())).into_arc();
+        if many.push(inc, GFP_KERNEL).is_err() {
+            return 106;
+        }
+    }
+    let took_the_spare = cache.spares() == 0;
+    for inc in many {
+        cache.give_back(inc, ctx);
+    }
+    let bounded = cache.spares() == crate::message::SPARE_SLOTS;
+    first_failure(&[kept_while_shared, recycled, took_the_spare, bounded])
 }
 
 /// A transport's receive fragments in a payload: read through, and given back when the last

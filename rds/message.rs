@@ -15,7 +15,7 @@
 
 use crate::bindings::mm::{page_read, page_write};
 use crate::bindings::net::{emsgsize, MsgHdr, SockRef};
-use crate::bindings::sync::{new_spinlock_bh, SpinLockBh};
+use crate::bindings::sync::{new_spinlock_bh, recycle_unique, ProcessCtx, SpinLockBh};
 use crate::proto::{
     msg_charge, Addr, Ext, Header, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
 };
@@ -26,9 +26,10 @@ use core::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     alloc::Flags,
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, ListArc, ListLinks},
+    new_spinlock,
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{Arc, UniqueArc},
+    sync::{Arc, SpinLock, UniqueArc},
 };
 
 // The payload's pages hold `PAGE_SIZE` bytes each, and the RDMA rules of `proto` count pages
@@ -49,12 +50,16 @@ pub(crate) trait LentFrags: Send + Sync {
 /// fragmentation; the payload then takes pages after all.
 const SMALL_MAX: usize = 4 * PAGE_SIZE;
 
+/// Payloads up to this size (acks, pings, small requests) live inside the [`Payload`] itself,
+/// and so inside the message that holds it: no allocation of their own.
+const INLINE_MAX: usize = 64;
+
 /// One piece of a payload, as [`Payload::try_for_each_frag`] hands it out.
 pub(crate) enum Frag<'a> {
     /// `len` bytes at `offset` in a page (the payload's own page or a transport's fragment).
     Page(&'a Page, usize, usize),
-    /// Bytes in a kernel buffer (a small payload); physically contiguous, so one fragment
-    /// for a device too.
+    /// Bytes in a kernel buffer (a small payload, or a tiny one inside its message, which
+    /// lives in a `kmalloc`ed `Arc`); physically contiguous, so one fragment for a device too.
     Bytes(&'a [u8]),
 }
 
@@ -69,7 +74,7 @@ impl Frag<'_> {
 
     /// Copies bytes of the fragment from `offset` into `dst` (`EINVAL` when they are not all
     /// in the fragment).
-    fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
         let end = offset.checked_add(dst.len()).ok_or(EINVAL)?;
         if end > self.len() {
             return Err(EINVAL);
@@ -86,6 +91,8 @@ impl Frag<'_> {
 
 /// Where a payload's bytes are.
 enum Store {
+    /// A tiny payload (at most [`INLINE_MAX`] bytes), its bytes first.
+    Inline([u8; INLINE_MAX]),
     /// A small payload (at most [`SMALL_MAX`] bytes) in one physically contiguous kernel
     /// buffer.
     Small(KVec<u8>),
@@ -103,7 +110,8 @@ enum Store {
 ///
 /// # Invariants
 ///
-/// `len` is the number of bytes `store` holds (for `Small`, the buffer's length, at most
+/// `len` is the number of bytes `store` holds (for `Inline`, at most [`INLINE_MAX`], the first
+/// `len` bytes of the array; for `Small`, the buffer's length, at most
 /// [`SMALL_MAX`]; for `Chunks`, buffers of [`SMALL_MAX`] bytes whose lengths add up to `len`;
 /// for `Own`, `ceil(len / PAGE_SIZE)` pages).
 pub(crate) struct Payload {
@@ -114,9 +122,10 @@ pub(crate) struct Payload {
 impl Payload {
     /// An empty payload.
     pub(crate) fn empty() -> Self {
+        // INVARIANT: no bytes.
         Self {
             len: 0,
-            store: Store::Small(KVec::new()),
+            store: Store::Inline([0; INLINE_MAX]),
         }
     }
 
@@ -149,6 +158,18 @@ impl Payload {
     /// Copies `len` bytes of a `sendmsg`'s payload into new memory, charged to the caller's
     /// memory cgroup; `EFAULT` when user memory faults.
     pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
+        if len <= INLINE_MAX {
+            let mut buf = [0u8; INLINE_MAX];
+            let dst = buf.get_mut(..len).ok_or(EINVAL)?;
+            if msg.copy_into_slice(dst) != len {
+                return Err(EFAULT);
+            }
+            // INVARIANT: the first `len` bytes are the ones copied.
+            return Ok(Self {
+                len,
+                store: Store::Inline(buf),
+            });
+        }
         let small = if len <= PAGE_SIZE {
             Some(KVec::with_capacity(len, GFP_KERNEL_ACCOUNT)?)
         } else if len <= SMALL_MAX {
@@ -197,6 +218,9 @@ impl Payload {
 
     /// Copies `bytes` into a new payload.
     pub(crate) fn from_bytes(bytes: &[u8], flags: Flags) -> Result<Self> {
+        if let Some(p) = Self::inline(bytes) {
+            return Ok(p);
+        }
         if bytes.len() <= SMALL_MAX {
             let mut buf = KVec::with_capacity(bytes.len(), flags)?;
             buf.extend_from_slice(bytes, flags)?;
@@ -217,6 +241,17 @@ impl Payload {
         })
     }
 
+    /// `bytes` inside the payload, if they are few enough.
+    fn inline(bytes: &[u8]) -> Option<Self> {
+        let mut buf = [0u8; INLINE_MAX];
+        buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        // INVARIANT: the first `bytes.len()` bytes are `bytes`.
+        Some(Self {
+            len: bytes.len(),
+            store: Store::Inline(buf),
+        })
+    }
+
     /// A payload of `len` bytes in a transport's fragments.
     pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
         // INVARIANT: the transport vouches that its fragments hold `len` bytes.
@@ -233,6 +268,15 @@ impl Payload {
 
     /// A copy in new memory (for a receiver that must not hold the sender's message).
     pub(crate) fn copy(&self, flags: Flags) -> Result<Self> {
+        if self.len <= INLINE_MAX {
+            let mut buf = [0u8; INLINE_MAX];
+            self.read(0, buf.get_mut(..self.len).ok_or(EINVAL)?)?;
+            // INVARIANT: the first `len` bytes are the payload's.
+            return Ok(Self {
+                len: self.len,
+                store: Store::Inline(buf),
+            });
+        }
         if self.len <= SMALL_MAX {
             let mut buf = KVec::from_elem(0u8, self.len, flags)?;
             self.read(0, &mut buf)?;
@@ -274,6 +318,7 @@ impl Payload {
         }
         let n = (self.len - start).min(SEG);
         match &self.store {
+            Store::Inline(buf) => buf.get(start..start + n).map(Frag::Bytes),
             Store::Small(buf) => buf.get(start..start + n).map(Frag::Bytes),
             Store::Chunks(chunks) => {
                 let c = chunks.get(start / SMALL_MAX)?;
@@ -288,6 +333,11 @@ impl Payload {
     /// Calls `f` for each fragment in order, until it fails.
     pub(crate) fn try_for_each_frag(&self, mut f: impl FnMut(Frag<'_>) -> Result) -> Result {
         match &self.store {
+            Store::Inline(buf) => match buf.get(..self.len) {
+                Some([]) => Ok(()),
+                Some(b) => f(Frag::Bytes(b)),
+                None => Err(EINVAL),
+            },
             Store::Small(buf) => {
                 if buf.is_empty() {
                     Ok(())
@@ -719,5 +769,95 @@ impl RxSlot {
             // The initialiser cannot fail.
             Err(e) => match e {},
         }
+    }
+}
+
+/// How many spare [`RxSlot`]s the module keeps.
+pub(crate) const SPARE_SLOTS: usize = 32;
+
+/// The spare slots of a [`SlotCache`].
+///
+/// # Invariants
+///
+/// `slots[..n]` are `Some`, the rest `None`.
+struct Spares {
+    n: usize,
+    slots: [Option<RxSlot>; SPARE_SLOTS],
+}
+
+/// Spare memory for incoming messages: the memory of a message `recvmsg` is done with goes to
+/// the next one that arrives (over loopback in the sender's call, over IB in the receive
+/// completion's work), instead of being freed
+/// and allocated again (C's loopback needs none: the receiver gets the sender's message
+/// itself). At most [`SPARE_SLOTS`] are kept; a spare stays charged to the memory cgroup of
+/// the sender it was first allocated for. Process context only (the `&ProcessCtx` arguments):
+/// its lock is never taken in softirq context.
+#[pin_data]
+pub(crate) struct SlotCache {
+    #[pin]
+    spare: SpinLock<Spares>,
+}
+
+impl SlotCache {
+    /// An empty cache.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // INVARIANT: none.
+            spare <- new_spinlock!(
+                Spares {
+                    n: 0,
+                    slots: [const { None }; SPARE_SLOTS],
+                },
+                "SlotCache::spare"
+            ),
+        })
+    }
+
+    /// How many spares there are (for tests).
+    #[cfg(rds_test)]
+    pub(crate) fn spares(&self) -> usize {
+        self.spare.lock().n
+    }
+
+    /// A spare slot, or a new one.
+    pub(crate) fn take_or_alloc(&self, _ctx: &ProcessCtx, flags: Flags) -> Result<RxSlot> {
+        let spare = {
+            let mut sp = self.spare.lock();
+            match sp.n.checked_sub(1) {
+                Some(last) => {
+                    // INVARIANT: the last `Some` becomes `None`.
+                    sp.n = last;
+                    sp.slots.get_mut(last).and_then(Option::take)
+                }
+                None => None,
+            }
+        };
+        match spare {
+            Some(s) => Ok(s),
+            None => RxSlot::new(flags),
+        }
+    }
+
+    /// Keeps the memory of `inc` for a later message if this was the last reference to it
+    /// and there is room; otherwise just drops the reference. `inc`'s contents (the payload,
+    /// or the sender's message) are dropped here, outside the lock.
+    pub(crate) fn give_back(&self, inc: Arc<Incoming>, _ctx: &ProcessCtx) {
+        let Some(slot) = inc.into_unique_or_drop().and_then(recycle_unique) else {
+            return;
+        };
+        let full = {
+            let mut sp = self.spare.lock();
+            let n = sp.n;
+            match sp.slots.get_mut(n) {
+                Some(free) => {
+                    // INVARIANT: the first `None` becomes `Some`.
+                    *free = Some(RxSlot(slot));
+                    sp.n = n + 1;
+                    None
+                }
+                None => Some(slot),
+            }
+        };
+        drop(full);
     }
 }

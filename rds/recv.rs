@@ -492,6 +492,8 @@ pub(crate) fn recvmsg(
                 msg.set_name(name.get(..n).unwrap_or(&[]));
             }
         }
+        // Its memory serves the next message to arrive.
+        s.shared.rx_slots.give_back(inc, ctx);
         return Ok(ret);
     }
 }

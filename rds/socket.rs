@@ -119,6 +119,9 @@ pub(crate) struct Shared {
     /// Congestion maps and monitors.
     #[pin]
     pub(crate) cong: CongTable,
+    /// Spare memory for incoming messages.
+    #[pin]
+    pub(crate) rx_slots: crate::message::SlotCache,
     /// The loopback transport's state (its model HCA).
     pub(crate) lo: Arc<LoopState>,
     /// The IB transport's state (its devices).
@@ -149,6 +152,7 @@ impl Shared {
                 binds <- BindTable::new(),
                 conns <- ConnTable::new(),
                 cong <- CongTable::new(),
+                rx_slots <- crate::message::SlotCache::new(),
                 lo,
                 ib <- IbState::new(),
                 sockets <- new_mutex!(RBTree::new(), "Shared::sockets"),

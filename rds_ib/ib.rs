@@ -49,7 +49,7 @@ use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Frag, InData, LentFrags, Message, Payload, RxSlot};
+use crate::message::{Frag, InData, LentFrags, Message, Payload};
 use crate::proto::{
     frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, AtomicOp, ConnPriv,
     ConnState, Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region,
@@ -762,9 +762,16 @@ fn op_status(wc_status: i32) -> i32 {
 struct Path {
     conn: Arc<Conn>,
     active: bool,
-    /// The id while the address and route resolve.
+    /// The id while the address and route resolve. Its lock also orders a teardown against
+    /// the cm handlers that install the QP (`ROUTE_RESOLVED`, a passive accept): they check
+    /// `dead` and install the QP (and connect or accept) under it, and `teardown` sets `dead`
+    /// under it before it looks for the QP; so either the handler sees `dead` and takes its
+    /// QP down itself, or the teardown finds the QP.
     #[pin]
     pending: Mutex<Option<CmId>>,
+    /// A teardown started, or a newer incarnation replaced this one: no QP may be installed
+    /// any more, and what arrives is not delivered (set under `pending`'s lock).
+    dead: AtomicBool,
     /// The QP and its resources, once set up.
     #[pin]
     qpr: SpinLockBh<Option<Arc<Qpr>>>,
@@ -784,6 +791,7 @@ impl Path {
                 conn,
                 active,
                 pending <- new_mutex!(None, "Path::pending"),
+                dead: AtomicBool::new(false),
                 qpr <- new_spinlock_bh!(None, "Path::qpr"),
                 version: AtomicU16::new(0),
                 prev <- new_spinlock_bh!(None, "Path::prev"),
@@ -796,11 +804,24 @@ impl Path {
         self.qpr.lock().clone()
     }
 
+    /// Marks the path dead (see `dead`) without tearing it down (a cm handler cannot).
+    fn retire(&self) {
+        let _serial = self.pending.lock();
+        self.dead.store(true, Ordering::Release);
+    }
+
     /// Takes the path down (process context, not in a cm handler): the id of a connect in
     /// progress is destroyed; a QP stops posting, disconnects, drains (every outstanding
     /// request completes, flushed), and goes with its id and resources.
     fn teardown(&self, ctx: &ProcessCtx) {
         pr_debug!("ib path {:p} teardown\n", self);
+        // From here no handler installs a QP (see `pending`), and nothing this incarnation
+        // receives is delivered (`Path::done`): a newer one may deliver already.
+        let pending = {
+            let mut p = self.pending.lock();
+            self.dead.store(true, Ordering::Release);
+            p.take()
+        };
         // RDMA requests still out get a moment to complete by themselves before the QP is
         // flushed (their completions are handled while the path still holds the QP): a peer
         // that refused one (a bad r_key) sends its NAK before it disconnects, but the
@@ -813,7 +834,7 @@ impl Path {
                 waited += 10;
             }
         }
-        // The QP first: it may use the id `pending` still holds.
+        // The QP first: it may use the id `pending` held.
         let qpr = self.qpr.lock().take();
         if let Some(q) = qpr {
             q.qp.shutdown(ctx);
@@ -821,7 +842,7 @@ impl Path {
             // handlers are over, and the core runs no `xmit` during a shutdown.
             drop(q);
         }
-        let pending = self.pending.lock().take();
+        // Destroying the id waits for a handler of it that is still running.
         drop(pending);
         let prev = self.prev.lock().take();
         if let Some(p) = prev {
@@ -879,18 +900,32 @@ impl CmHandler for Path {
                     return CmAction::Keep;
                 };
                 let r = me.setup(id, &ctx);
+                let delay = crate::bindings::testhooks::ib_route_delay_ms();
+                if delay > 0 {
+                    sys::sleep_ms(delay, &ctx);
+                }
                 pr_debug!(
                     "ib path setup {:?}\n",
                     r.as_ref().err().map(|e| e.to_errno())
                 );
                 match r {
                     Ok(q) => {
+                        // Installed and connected under `pending`'s lock (see there).
+                        let mut pending = self.pending.lock();
+                        let owned = pending.take();
+                        let Some(owned) = owned.filter(|_| !self.dead.load(Ordering::Acquire))
+                        else {
+                            // Torn down meanwhile: the teardown holds the id and destroys it
+                            // once this handler returns; the QP, which does not own it, goes
+                            // now.
+                            drop(pending);
+                            stats::inc(Stat::RsIbCmRaced);
+                            q.qp.shutdown(&ctx);
+                            return CmAction::Keep;
+                        };
                         // The owned id moves to the QP, which destroys it at its shutdown.
-                        let owned = self.pending.lock().take();
-                        if let Some(o) = owned {
-                            if let Err(back) = q.qp.set_id(o) {
-                                *self.pending.lock() = Some(back);
-                            }
+                        if let Err(back) = q.qp.set_id(owned) {
+                            *pending = Some(back);
                         }
                         let mut req =
                             ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
@@ -901,6 +936,7 @@ impl CmHandler for Path {
                         if id.connect(buf.get(..n).unwrap_or(&[])).is_err() {
                             conn.drop_connection();
                         }
+                        drop(pending);
                     }
                     Err(_) => conn.drop_connection(),
                 }
@@ -975,7 +1011,11 @@ impl WcHandler for Path {
         let slot = tag & !TAG_KIND;
         match tag & TAG_KIND {
             TAG_SEND => q.send_done(&self.conn, slot, wc),
-            TAG_RECV => q.recv_done(&self.conn, slot, wc),
+            // Frames of an incarnation that is going are not delivered: a newer one may
+            // already have delivered their retransmissions, and they would come again (an
+            // original is not marked RETRANSMITTED, so the sequence check lets it through).
+            // The peer resends them, unacknowledged, after the reset that comes with it.
+            TAG_RECV => q.recv_done(&self.conn, slot, wc, !self.dead.load(Ordering::Acquire)),
             TAG_ACK => {
                 q.qp.complete_ack();
                 q.ack_busy.store(false, Ordering::Release);
@@ -1087,10 +1127,51 @@ impl Listener {
         } else {
             0
         };
+        let delay = crate::bindings::testhooks::ib_accept_delay_ms();
+        if delay > 0 {
+            sys::sleep_ms(delay, ctx);
+        }
+        // Published unless the connection was destroyed: the destroy sets its flag before its
+        // shutdown takes the path under this lock, so either this sees the flag or the
+        // shutdown finds this path. A previous incarnation goes with this one (below); it is
+        // handed over before this one is published, so that any teardown of this one finds it.
+        let replaced = {
+            let mut cur = ic.path.lock();
+            if conn.is_destroyed() {
+                None
+            } else {
+                let old = cur.replace(path.clone());
+                let replaced = old.is_some();
+                *path.prev.lock() = old;
+                Some(replaced)
+            }
+        };
+        // The incarnation replaced delivers nothing more (its frames' retransmissions come
+        // over this one).
+        let old = path.prev.lock().clone();
+        if let Some(o) = old {
+            o.retire();
+        }
+        let Some(replaced) = replaced else {
+            // The id is not adopted: rdma_cm destroys it after the reject.
+            stats::inc(Stat::RsIbCmRaced);
+            q.qp.shutdown(ctx);
+            return Err(REJ_INCOMPAT);
+        };
+        // The QP is installed and the request accepted under `pending`'s lock, unless a
+        // teardown of the (published) path came first (see `Path::pending`).
+        let pending = path.pending.lock();
+        if path.dead.load(Ordering::Acquire) {
+            drop(pending);
+            stats::inc(Stat::RsIbCmRaced);
+            q.qp.shutdown(ctx);
+            return Err(REJ_INCOMPAT);
+        }
         let handler: Arc<dyn CmHandler> = path.clone();
         let owned = match id.adopt(handler) {
             Ok(o) => o,
             Err(_) => {
+                drop(pending);
                 q.qp.shutdown(ctx);
                 return Err(fail(&conn));
             }
@@ -1101,15 +1182,6 @@ impl Listener {
             core::mem::forget(back);
         }
         *path.qpr.lock() = Some(q);
-        // A previous incarnation goes with this one (below); it is handed over before this
-        // one is published, so that any teardown of this one finds it.
-        let replaced = {
-            let mut cur = ic.path.lock();
-            let old = cur.replace(path.clone());
-            let replaced = old.is_some();
-            *path.prev.lock() = old;
-            replaced
-        };
         let mut reply = ConnPriv::request(p.daddr, p.saddr, p.tos);
         let [major, minor] = version.to_be_bytes();
         reply.major = major;
@@ -1120,6 +1192,7 @@ impl Listener {
         if id.accept(buf.get(..n).unwrap_or(&[])).is_err() {
             conn.drop_connection();
         }
+        drop(pending);
         if replaced {
             // A previous incarnation the shutdown work has not torn down yet (an active
             // connect that failed, say): it goes now, with this one, through the connection's
@@ -1607,13 +1680,16 @@ impl Qpr {
         }
     }
 
-    fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+    fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool) {
         let buf = self.qp.complete_recv(slot);
         if wc.status != WC_SUCCESS {
             drop(buf);
             self.rx_dead.store(true, Ordering::Release);
             wc_failed(conn, wc.status, Stat::RsIbRecvError);
             return;
+        }
+        if !live {
+            self.rx_dead.store(true, Ordering::Release);
         }
         if self.rx_dead.load(Ordering::Acquire) {
             // Receives complete one at a time, so nothing of this QP is delivered after the
@@ -1677,7 +1753,13 @@ impl Qpr {
                 let frags = IbFrags { pages, len };
                 let delivered = Arc::new(frags, GFP_KERNEL)
                     .map_err(|_| ENOMEM)
-                    .and_then(|f| Ok((Payload::lent(f, len), RxSlot::new(GFP_KERNEL_ACCOUNT)?)));
+                    .and_then(|f| {
+                        let slot = conn
+                            .shared
+                            .rx_slots
+                            .take_or_alloc(&ctx, GFP_KERNEL_ACCOUNT)?;
+                        Ok((Payload::lent(f, len), slot))
+                    });
                 match delivered {
                     Ok((payload, rx)) => {
                         if recv::incoming(

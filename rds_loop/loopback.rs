@@ -427,7 +427,11 @@ impl ConnTransport for LoopConn {
             progress.sent += got as usize;
             let last = got == want;
             let (hdr, slot) = if last {
-                let slot = RxSlot::new(GFP_KERNEL_ACCOUNT).map_err(|_| XmitError::NoMem)?;
+                let slot = conn
+                    .shared
+                    .rx_slots
+                    .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)
+                    .map_err(|_| XmitError::NoMem)?;
                 (msg.header(frame_ack(conn)).encode(), Some(slot))
             } else {
                 ([0; HEADER_LEN], None)
@@ -452,7 +456,11 @@ impl ConnTransport for LoopConn {
             }
         } else {
             let hdr = msg.header(frame_ack(conn)).encode();
-            let slot = RxSlot::new(GFP_KERNEL_ACCOUNT).map_err(|_| XmitError::NoMem)?;
+            let slot = conn
+                .shared
+                .rx_slots
+                .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)
+                .map_err(|_| XmitError::NoMem)?;
             arrive(conn, &hdr, msg, slot, RxCtx::Process(ctx));
         }
         progress.op_sent = true;

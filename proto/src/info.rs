@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 20;
+pub const STAT_COUNT: usize = 36 + 39 + 21;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1091,6 +1091,9 @@ stats! {
     RsIbConnectRejected => "rs_ib_connect_rejected",
     /// rds-rs: connection requests or replies refused for their private data (none, too short, an incompatible version).
     RsIbConnectBadPrivate => "rs_ib_connect_bad_private",
+    /// rds-rs: connection handshakes abandoned because their connection was torn down or
+    /// destroyed while a connection-manager handler was building the queue pair.
+    RsIbCmRaced => "rs_ib_cm_raced",
     /// rds-rs: received fragments that broke their connection (no header, too long, bad checksum, a header that does not match the message's, a wrong length).
     RsIbBadFragment => "rs_ib_bad_fragment",
     /// rds-rs: SENDs that completed with an error (the connection resets).

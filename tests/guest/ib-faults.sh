@@ -7,7 +7,8 @@
 #   2. the link goes down (veth1 down for a few seconds, then up again: its IPv4 routes and
 #      neighbours are put back, as a network manager would);
 #   3. the RDMA device goes away and comes back again, with RDMA writes in flight
-#      (rds-tests ib-rdma-flood).
+#      (rds-tests ib-rdma-flood);
+#   4. connection-manager handlers racing a teardown (cm_race, below).
 # Each fault is a check that prints how many messages of each stream had arrived before it
 # and after recovery, and how many connection resets it cost (conn_reset); the streams'
 # own verdicts are checks of their own.
@@ -102,6 +103,68 @@ fault() {
   else tap $F not "ib_fault_rxe_$name" "$obs" "$why"; fi
 }
 
+# short_stream NAME PORT COUNT: COUNT messages from A to B on PORT (every one exactly once,
+# in order), within 150 s; prints what went wrong (nothing when all arrived).
+short_stream() {
+  local name=$1 port=$2 count=$3 sink rc_sink rc_src
+  rm -f "$OUT/faults-$name.progress"*
+  "$TESTS" ib-sink $B "$port" "$count" "$OUT/faults-$name.progress" 150 > "$OUT/faults-sink-$name.out" 2>&1 &
+  sink=$!
+  for _ in $(seq 100); do grep -q 'sink bound' "$OUT/faults-sink-$name.out" && break; sleep 0.1; done
+  "$TESTS" ib-source $A $B "$port" "$count" "$OUT/faults-$name-sent" 150 0 "$OUT/faults-$name.progress.done" \
+    > "$OUT/faults-source-$name.out" 2>&1
+  rc_src=$?
+  wait $sink; rc_sink=$?
+  [ $rc_src -eq 0 ] && [ $rc_sink -eq 0 ] || echo "stream $name: sink rc=$rc_sink source rc=$rc_src"
+}
+
+# cm_race KNOB NAME PORT: with KNOB (a delay of a cm handler of the test build) set, a stream
+# starts a connect, and the connection breaks in the handler's window (a reset under the route
+# handler; for the passive accept, the reaper, given a short idle time, destroys the passive
+# end's new, idle connection); then checks that the handler noticed (rs_ib_cm_raced), that the
+# stream got through once the knob was off, and that another one does.
+cm_race() {
+  local knob=$1 name=$2 port=$3 d=/sys/kernel/debug/rds_rs idle0 c0 c1 why= sink src rc
+  idle0=$(cat $d/conn_idle_ms)
+  why=$(short_stream "$name-before" "$port" 20)
+  c0=$(counter rs_ib_cm_raced)
+  echo 4000 > "$d/$knob"
+  # Connections with nothing to send stay down after a reset, until the stream sends.
+  echo 1 > $d/reset
+  if [ "$knob" = ib_accept_delay_ms ]; then
+    # The reaper takes up the short idle time at its next run (at most 5 s away) and reaps
+    # the idle connections; the passive end's next one is then reaped while it is accepted.
+    echo 200 > $d/conn_idle_ms; sleep 6
+  fi
+  rm -f "$OUT/faults-$name.progress"*
+  "$TESTS" ib-sink $B "$port" 20 "$OUT/faults-$name.progress" 150 > "$OUT/faults-sink-$name.out" 2>&1 &
+  sink=$!
+  for _ in $(seq 100); do grep -q 'sink bound' "$OUT/faults-sink-$name.out" && break; sleep 0.1; done
+  "$TESTS" ib-source $A $B "$port" 20 "$OUT/faults-$name-sent" 150 0 "$OUT/faults-$name.progress.done" \
+    > "$OUT/faults-source-$name.out" 2>&1 &
+  src=$!
+  if [ "$knob" = ib_route_delay_ms ]; then
+    # The connect's ROUTE_RESOLVED handler sleeps; the reset comes meanwhile.
+    sleep 1.5; echo 1 > $d/reset
+  fi
+  sleep 6
+  c1=$(counter rs_ib_cm_raced)
+  echo 0 > "$d/$knob"
+  echo "$idle0" > $d/conn_idle_ms
+  [ "$c1" -gt "$c0" ] || why="${why:+$why; }no handler found its connection gone (rs_ib_cm_raced $c0 -> $c1)"
+  wait $src; rc=$?
+  wait $sink; rc=$((rc | $?))
+  [ $rc -eq 0 ] || why="${why:+$why; }the stream started during the race failed: $(tail -1 "$OUT/faults-sink-$name.out")"
+  local after
+  after=$(short_stream "$name-after" "$port" 20)
+  [ -z "$after" ] || why="${why:+$why; }$after"
+  dump_state "after-$name"
+  local obs="rs_ib_cm_raced $c0 -> $c1"
+  echo "# fault cm_race $name: $obs" >> "$OUT/faults.log"
+  if [ -z "$why" ]; then tap $F ok "ib_fault_rxe_cm_race_$name" "$obs"
+  else tap $F not "ib_fault_rxe_cm_race_$name" "$obs" "$why"; fi
+}
+
 if ! veth_rdma_up rxe; then
   tap $F not ib_fault_rxe_setup failed "could not set up rxe on a veth pair"
 elif ! load_rs; then
@@ -184,6 +247,14 @@ else
     tap $F not ib_fault_rxe_rdma_flood_link "rc=$rc, $f0 before, $f1 after, resets +$((r1 - r0))" \
       "the operations did not resume after the device came back (or its removal cost no reset)"
   fi
+  # 4. Connection-manager handlers that race a teardown, their windows widened by the test
+  #    build's delays: (a) the active end's ROUTE_RESOLVED handler has built its QP when a
+  #    reset tears the connection down under it; (b) the passive end's accept has built its
+  #    QP when the reaper destroys its (idle) connection. The handler must find out and take
+  #    its QP down itself (`rs_ib_cm_raced`), nothing may be left behind (kmemleak, KASAN, a
+  #    module unload that waits for a path), and traffic must resume (a short stream each).
+  cm_race ib_route_delay_ms route_resolved_vs_reset 4300
+  cm_race ib_accept_delay_ms accept_vs_reap 4301
   unload_rs || tap $F not ib_fault_rxe_rmmod failed "rmmod rds_rs failed"
 fi
 veth_rdma_down rxe || tap $F not ib_fault_rxe_teardown failed "veth pair still there"
