@@ -1514,6 +1514,8 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     send_hdrs: DmaBuf,
     recv_hdrs: DmaBuf,
     ack_hdr: DmaBuf,
+    /// Where [`Qp::post_fence_read`]'s byte lands (never looked at).
+    sink: DmaBuf,
     /// The send cqes, then the receive cqes, then the ack's.
     cqes: KVec<WrCqe>,
     nsend: u32,
@@ -1566,6 +1568,7 @@ impl<K: SendSource + 'static> Qp<K> {
         let send_hdrs = DmaBuf::new(dev, spec.nsend as usize * HDR_LEN, true, ctx)?;
         let recv_hdrs = DmaBuf::new(dev, spec.nrecv as usize * HDR_LEN, false, ctx)?;
         let ack_hdr = DmaBuf::new(dev, HDR_LEN, true, ctx)?;
+        let sink = DmaBuf::new(dev, 8, false, ctx)?;
         let hp: *const dyn WcHandler = &*handler;
         let total = (spec.nsend + spec.nrecv + 1) as usize;
         let mut cqes = KVec::with_capacity(total, GFP_KERNEL)?;
@@ -1602,6 +1605,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 send_hdrs,
                 recv_hdrs,
                 ack_hdr,
+                sink,
                 cqes,
                 nsend: spec.nsend,
                 nrecv: spec.nrecv,
@@ -1819,12 +1823,15 @@ impl<K: SendSource + 'static> Qp<K> {
         r
     }
 
-    /// Posts an RDMA READ of zero bytes from send slot `slot` at `remote` (address, r_key):
-    /// nothing moves, but its response comes back only after the peer handled every request
-    /// posted before it (on iWARP, where an RDMA WRITE completes when it was sent, this tells
-    /// that earlier writes were placed). `keeper` stays in the slot until
-    /// [`Qp::complete_send`].
-    pub(crate) fn post_zero_read(
+    /// Posts an RDMA READ of one byte from send slot `slot` at `remote` (address, r_key) into
+    /// a scratch byte of the QP: its response comes back only after the peer handled every
+    /// request posted before it (on iWARP, where an RDMA WRITE completes when it was sent, this
+    /// tells that earlier writes were placed). Not zero bytes: siw answers a zero-byte READ
+    /// that has to wait in its inbound READ queue with the length of a stale work request (48
+    /// bytes of an earlier SEND: `siw_activate_tx` leaves `sge[0]` as it was, and the READ
+    /// RESPONSE is then sent with one piece), which the requester refuses with a TERMINATE.
+    /// `keeper` stays in the slot until [`Qp::complete_send`].
+    pub(crate) fn post_fence_read(
         &self,
         slot: u32,
         keeper: K,
@@ -1838,11 +1845,18 @@ impl<K: SendSource + 'static> Qp<K> {
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
         // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
-        // cqe lives in this object, which drains the QP before it goes; the one local piece
-        // is zero bytes long, so no memory is named.
+        // cqe lives in this object, which drains the QP before it goes; the one local piece is
+        // the first byte of `sink`, mapped for the device to write, which lives as long.
         let r = unsafe {
-            self.idref()
-                .post_rdma(cqe, &[0], &[0], self.lkey, &RdmaWr::Read, remote, flags)
+            self.idref().post_rdma(
+                cqe,
+                &[self.sink.dma(0)],
+                &[1],
+                self.lkey,
+                &RdmaWr::Read,
+                remote,
+                flags,
+            )
         };
         if r.is_ok() {
             *st = Some(Outstanding {

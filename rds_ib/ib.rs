@@ -1491,8 +1491,8 @@ impl Qpr {
         };
         let nwr = maps.len().div_ceil(per);
         // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
-        // with a TERMINATE that ends the connection: a READ of zero bytes behind the writes
-        // (its response comes after the peer placed them) makes their completion mean that
+        // with a TERMINATE that ends the connection: a READ of one byte behind the writes
+        // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their completion mean that
         // the data is at the peer, and a refusal an operation that does not complete (the
         // connection's reset reports it dropped). The SEND behind it is fenced.
         let placed = self.dev.attrs.iwarp && matches!(wr, RdmaWr::Write);
@@ -1528,7 +1528,7 @@ impl Qpr {
                     msg: msg.clone(),
                     completes,
                 };
-                self.qp.post_zero_read(
+                self.qp.post_fence_read(
                     (pos + k) % nslots,
                     keep,
                     (remote_addr, op.rkey),
