@@ -13,7 +13,8 @@
 #   BENCH_IB       "SIZE:DEPTH ..." of RDMA over soft-RoCE in the same guest (default "65536:8";
 #                  "" for none): RDMA writes and reads of SIZE by rds-stress -D against C RDS/IB
 #                  and rds_rs, beside perftest's raw ib_write_bw/ib_read_bw, and 64-byte
-#                  requests beside ib_send_lat
+#                  requests beside ibv_rc_pingpong's round trips (perftest's ib_send_lat
+#                  cannot run here: tests/guest/bench.sh says why)
 #   BENCH_MODULE   an rds_rs.ko (built for the plain kernel) to measure instead of building
 #                  one from the tree: to compare a new module against an earlier one
 #   BENCH_NAME     the results file name without .md (default <YYYY-MM-DD>-<short commit>,
