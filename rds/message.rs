@@ -158,17 +158,15 @@ impl Payload {
     /// Copies `len` bytes of a `sendmsg`'s payload into new memory, charged to the caller's
     /// memory cgroup; `EFAULT` when user memory faults.
     pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
-        if len <= INLINE_MAX {
-            let mut buf = [0u8; INLINE_MAX];
-            let dst = buf.get_mut(..len).ok_or(EINVAL)?;
-            if msg.copy_into_slice(dst) != len {
-                return Err(EFAULT);
+        let inline = Self::inline_with(len, |dst| {
+            if msg.copy_into_slice(dst) == len {
+                Ok(())
+            } else {
+                Err(EFAULT)
             }
-            // INVARIANT: the first `len` bytes are the ones copied.
-            return Ok(Self {
-                len,
-                store: Store::Inline(buf),
-            });
+        });
+        if let Some(p) = inline {
+            return p;
         }
         let small = if len <= PAGE_SIZE {
             Some(KVec::with_capacity(len, GFP_KERNEL_ACCOUNT)?)
@@ -218,8 +216,12 @@ impl Payload {
 
     /// Copies `bytes` into a new payload.
     pub(crate) fn from_bytes(bytes: &[u8], flags: Flags) -> Result<Self> {
-        if let Some(p) = Self::inline(bytes) {
-            return Ok(p);
+        let inline = Self::inline_with(bytes.len(), |dst| {
+            dst.copy_from_slice(bytes);
+            Ok(())
+        });
+        if let Some(p) = inline {
+            return p;
         }
         if bytes.len() <= SMALL_MAX {
             let mut buf = KVec::with_capacity(bytes.len(), flags)?;
@@ -241,15 +243,28 @@ impl Payload {
         })
     }
 
-    /// `bytes` inside the payload, if they are few enough.
-    fn inline(bytes: &[u8]) -> Option<Self> {
+    /// A payload of `len` bytes inside itself, which `fill` writes (it is handed exactly `len`
+    /// bytes); `None` when `len` is too large for that.
+    fn inline_with(len: usize, fill: impl FnOnce(&mut [u8]) -> Result) -> Option<Result<Self>> {
         let mut buf = [0u8; INLINE_MAX];
-        buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
-        // INVARIANT: the first `bytes.len()` bytes are `bytes`.
-        Some(Self {
-            len: bytes.len(),
-            store: Store::Inline(buf),
-        })
+        let dst = buf.get_mut(..len)?;
+        Some(fill(dst).map(|()| {
+            // INVARIANT: `fill` wrote the first `len` bytes.
+            Self {
+                len,
+                store: Store::Inline(buf),
+            }
+        }))
+    }
+
+    /// The bytes of a payload kept in one piece of kernel memory (inside itself or in one
+    /// buffer), `None` for the others.
+    fn contiguous(&self) -> Option<&[u8]> {
+        match &self.store {
+            Store::Inline(buf) => buf.get(..self.len),
+            Store::Small(buf) => Some(buf),
+            _ => None,
+        }
     }
 
     /// A payload of `len` bytes in a transport's fragments.
@@ -268,14 +283,8 @@ impl Payload {
 
     /// A copy in new memory (for a receiver that must not hold the sender's message).
     pub(crate) fn copy(&self, flags: Flags) -> Result<Self> {
-        if self.len <= INLINE_MAX {
-            let mut buf = [0u8; INLINE_MAX];
-            self.read(0, buf.get_mut(..self.len).ok_or(EINVAL)?)?;
-            // INVARIANT: the first `len` bytes are the payload's.
-            return Ok(Self {
-                len: self.len,
-                store: Store::Inline(buf),
-            });
+        if let Some(p) = Self::inline_with(self.len, |dst| self.read(0, dst)) {
+            return p;
         }
         if self.len <= SMALL_MAX {
             let mut buf = KVec::from_elem(0u8, self.len, flags)?;
@@ -318,8 +327,9 @@ impl Payload {
         }
         let n = (self.len - start).min(SEG);
         match &self.store {
-            Store::Inline(buf) => buf.get(start..start + n).map(Frag::Bytes),
-            Store::Small(buf) => buf.get(start..start + n).map(Frag::Bytes),
+            Store::Inline(_) | Store::Small(_) => {
+                self.contiguous()?.get(start..start + n).map(Frag::Bytes)
+            }
             Store::Chunks(chunks) => {
                 let c = chunks.get(start / SMALL_MAX)?;
                 let at = start % SMALL_MAX;
@@ -333,18 +343,11 @@ impl Payload {
     /// Calls `f` for each fragment in order, until it fails.
     pub(crate) fn try_for_each_frag(&self, mut f: impl FnMut(Frag<'_>) -> Result) -> Result {
         match &self.store {
-            Store::Inline(buf) => match buf.get(..self.len) {
+            Store::Inline(_) | Store::Small(_) => match self.contiguous() {
                 Some([]) => Ok(()),
                 Some(b) => f(Frag::Bytes(b)),
                 None => Err(EINVAL),
             },
-            Store::Small(buf) => {
-                if buf.is_empty() {
-                    Ok(())
-                } else {
-                    f(Frag::Bytes(buf))
-                }
-            }
             Store::Chunks(chunks) => chunks.iter().try_for_each(|c| f(Frag::Bytes(c))),
             Store::Own(pages) => {
                 let mut left = self.len;

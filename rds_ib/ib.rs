@@ -804,7 +804,8 @@ impl Path {
         self.qpr.lock().clone()
     }
 
-    /// Marks the path dead (see `dead`) without tearing it down (a cm handler cannot).
+    /// Marks the path dead (see `dead`) without tearing it down: what a cm handler may do to a
+    /// path it replaces, and the first step of `teardown`.
     fn retire(&self) {
         let _serial = self.pending.lock();
         self.dead.store(true, Ordering::Release);
@@ -817,11 +818,8 @@ impl Path {
         pr_debug!("ib path {:p} teardown\n", self);
         // From here no handler installs a QP (see `pending`), and nothing this incarnation
         // receives is delivered (`Path::done`): a newer one may deliver already.
-        let pending = {
-            let mut p = self.pending.lock();
-            self.dead.store(true, Ordering::Release);
-            p.take()
-        };
+        self.retire();
+        let pending = self.pending.lock().take();
         // RDMA requests still out get a moment to complete by themselves before the QP is
         // flushed (their completions are handled while the path still holds the QP): a peer
         // that refused one (a bad r_key) sends its NAK before it disconnects, but the
@@ -912,12 +910,15 @@ impl CmHandler for Path {
                     Ok(q) => {
                         // Installed and connected under `pending`'s lock (see there).
                         let mut pending = self.pending.lock();
-                        let owned = pending.take();
-                        let Some(owned) = owned.filter(|_| !self.dead.load(Ordering::Acquire))
-                        else {
-                            // Torn down meanwhile: the teardown holds the id and destroys it
-                            // once this handler returns; the QP, which does not own it, goes
-                            // now.
+                        let owned = if self.dead.load(Ordering::Acquire) {
+                            None
+                        } else {
+                            pending.take()
+                        };
+                        let Some(owned) = owned else {
+                            // Torn down (or replaced) meanwhile: the id stays where it is (the
+                            // teardown destroys it once this handler returns; it must not go
+                            // here); the QP, which does not own it, goes now.
                             drop(pending);
                             stats::inc(Stat::RsIbCmRaced);
                             q.qp.shutdown(&ctx);
@@ -1492,9 +1493,10 @@ impl Qpr {
         let nwr = maps.len().div_ceil(per);
         // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
         // with a TERMINATE that ends the connection: a READ of one byte behind the writes
-        // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their completion mean that
-        // the data is at the peer, and a refusal an operation that does not complete (the
-        // connection's reset reports it dropped). The SEND behind it is fenced.
+        // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their
+        // completion mean that the data is at the peer, and a refusal an operation that does
+        // not complete (the connection's reset reports it dropped). The SEND behind it is
+        // fenced.
         let placed = self.dev.attrs.iwarp && matches!(wr, RdmaWr::Write);
         let Ok(want) = u32::try_from(nwr + usize::from(placed)) else {
             send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
@@ -1522,12 +1524,11 @@ impl Qpr {
         let mut pieces = maps.into_iter();
         for k in 0..want {
             let mut bytes = 0u64;
-            let completes = alone && k + 1 == want;
+            let keep = Keep::Rdma {
+                msg: msg.clone(),
+                completes: alone && k + 1 == want,
+            };
             let posted = if placed && k + 1 == want {
-                let keep = Keep::Rdma {
-                    msg: msg.clone(),
-                    completes,
-                };
                 self.qp.post_fence_read(
                     (pos + k) % nslots,
                     keep,
@@ -1543,10 +1544,6 @@ impl Qpr {
                             // Room for `per` was reserved.
                             chunk.push(m, GFP_KERNEL)?;
                         }
-                        let keep = Keep::Rdma {
-                            msg: msg.clone(),
-                            completes,
-                        };
                         self.qp.post_rdma(
                             (pos + k) % nslots,
                             keep,

@@ -164,6 +164,15 @@ impl_list_item! {
     impl ListItem<0> for WireFrame { using ListLinks; }
 }
 
+/// The memory for the incoming message of a frame being sent (a spare, or new memory charged
+/// to the sender); a shortage holds the message back.
+fn rx_slot(conn: &Conn, ctx: &ProcessCtx) -> Result<RxSlot, XmitError> {
+    conn.shared
+        .rx_slots
+        .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)
+        .map_err(|_| XmitError::NoMem)
+}
+
 /// The receiving end of the wire: the model device performs the message's operation (and its
 /// completion is reported), then the frame arrives. A frame whose operation failed, or a
 /// silent operation's message with nothing to say, is accounted by the receiving side but not
@@ -427,11 +436,7 @@ impl ConnTransport for LoopConn {
             progress.sent += got as usize;
             let last = got == want;
             let (hdr, slot) = if last {
-                let slot = conn
-                    .shared
-                    .rx_slots
-                    .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)
-                    .map_err(|_| XmitError::NoMem)?;
+                let slot = rx_slot(conn, ctx)?;
                 (msg.header(frame_ack(conn)).encode(), Some(slot))
             } else {
                 ([0; HEADER_LEN], None)
@@ -456,11 +461,7 @@ impl ConnTransport for LoopConn {
             }
         } else {
             let hdr = msg.header(frame_ack(conn)).encode();
-            let slot = conn
-                .shared
-                .rx_slots
-                .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)
-                .map_err(|_| XmitError::NoMem)?;
+            let slot = rx_slot(conn, ctx)?;
             arrive(conn, &hdr, msg, slot, RxCtx::Process(ctx));
         }
         progress.op_sent = true;
