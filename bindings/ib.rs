@@ -34,7 +34,7 @@ use kernel::{
     ffi::{c_int, c_void},
     page::Page,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, Mutex},
     types::{ForeignOwnable, Opaque},
 };
 
@@ -450,6 +450,15 @@ impl FastMr {
     pub(crate) fn rkey(&self) -> u32 {
         self.rkey
     }
+
+    /// Deregisters the MR now (no new access finds it), keeping the pages mapped until the
+    /// object is dropped: a device that was still sending from them (siw's READ RESPONSE in
+    /// progress) may go on until the owner fenced it ([`Qp::post_fence`]).
+    pub(crate) fn deregister(&mut self, _ctx: &ProcessCtx) {
+        // SAFETY: Owned, its PD is live and its pages pinned (type invariant); deregistering
+        // and the grace period may sleep, which `_ctx` allows. The helper does it once.
+        unsafe { raw::rds_rs_ib_frmr_dereg(self.ptr.as_ptr()) };
+    }
 }
 
 impl Drop for FastMr {
@@ -457,6 +466,107 @@ impl Drop for FastMr {
         // SAFETY: Owned, its PD is live and its pages pinned (type invariant); the owner
         // drops it in process context, where deregistering and the grace period may sleep.
         unsafe { raw::rds_rs_ib_frmr_free(self.ptr.as_ptr()) };
+    }
+}
+
+/// An MR of a PD that is never made valid: what fence work requests ([`Qp::post_fence`])
+/// invalidate, which changes nothing. Freed when dropped.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `ib_alloc_mr` and is owned by this object; its PD outlives it (the
+/// safety contract of [`IdleMr::new`]).
+pub(crate) struct IdleMr {
+    ptr: NonNull<raw::ib_mr>,
+    rkey: u32,
+}
+
+// SAFETY: The MR is only freed (once, by its owner) and its key read (a copy).
+unsafe impl Send for IdleMr {}
+// SAFETY: As above.
+unsafe impl Sync for IdleMr {}
+
+impl IdleMr {
+    /// A new idle MR on `pd`.
+    ///
+    /// # Safety
+    ///
+    /// The caller drops it before `pd`, in process context, and after every QP a fence of it
+    /// was posted on is drained.
+    pub(crate) unsafe fn new(pd: &Pd, _ctx: &ProcessCtx) -> Result<Self> {
+        let mut rkey = 0u32;
+        // SAFETY: The PD is live (borrowed); `rkey` is valid for writes; allocating may sleep,
+        // which `_ctx` allows.
+        let p = from_err_ptr(unsafe { raw::rds_rs_ib_alloc_idle_mr(pd.ptr.as_ptr(), &mut rkey) })?;
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: allocated just now; the caller keeps the PD.
+        Ok(Self { ptr, rkey })
+    }
+
+    /// Its key.
+    pub(crate) fn rkey(&self) -> u32 {
+        self.rkey
+    }
+}
+
+impl Drop for IdleMr {
+    fn drop(&mut self) {
+        // SAFETY: Owned, its PD is live (type invariant); the owner drops it in process
+        // context once no fence names it.
+        unsafe { raw::rds_rs_ib_dereg_mr(self.ptr.as_ptr()) };
+    }
+}
+
+/// A count of parties to wait for: [`Waiter::wait`] returns once every party
+/// [`Waiter::add`]ed, and the creator, [`Waiter::arrive`]d.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `rds_rs_waiter_new` and is owned by this object.
+pub(crate) struct Waiter {
+    ptr: NonNull<raw::rds_rs_waiter>,
+}
+
+// SAFETY: The counter is atomic and the completion is the kernel's, made for use across
+// threads.
+unsafe impl Send for Waiter {}
+// SAFETY: As above.
+unsafe impl Sync for Waiter {}
+
+impl Waiter {
+    /// A waiter with one party, the creator.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        // SAFETY: No preconditions.
+        let p = unsafe { raw::rds_rs_waiter_new() };
+        let ptr = NonNull::new(p).ok_or(ENOMEM)?;
+        // INVARIANT: allocated just now.
+        Ok(Arc::new(Self { ptr }, GFP_KERNEL)?)
+    }
+
+    /// One more party.
+    pub(crate) fn add(&self) {
+        // SAFETY: Live (type invariant).
+        unsafe { raw::rds_rs_waiter_add(self.ptr.as_ptr()) }
+    }
+
+    /// A party is done (any context).
+    pub(crate) fn arrive(&self) {
+        // SAFETY: Live (type invariant) for as long as the caller's reference, which
+        // `complete_all` inside does not outlast.
+        unsafe { raw::rds_rs_waiter_arrive(self.ptr.as_ptr()) }
+    }
+
+    /// Waits until every party arrived, at most `ms` milliseconds: whether they did.
+    pub(crate) fn wait(&self, ms: u32, _ctx: &ProcessCtx) -> bool {
+        // SAFETY: Live (type invariant); the wait sleeps, which `_ctx` allows.
+        unsafe { raw::rds_rs_waiter_wait(self.ptr.as_ptr(), ms) }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariant); no one arrives any more (they hold references).
+        unsafe { raw::rds_rs_waiter_free(self.ptr.as_ptr()) }
     }
 }
 
@@ -1465,8 +1575,28 @@ pub(crate) const TAG_SEND: u32 = 0;
 pub(crate) const TAG_RECV: u32 = 1 << 30;
 /// See [`TAG_SEND`]: the ack-only frame.
 pub(crate) const TAG_ACK: u32 = 2 << 30;
+/// See [`TAG_SEND`]: the fence ([`Qp::post_fence`]; its completion goes to the QP's own
+/// handler, never to the owner's).
+pub(crate) const TAG_FENCE: u32 = 3 << 30;
 /// The kind bits of a tag.
 pub(crate) const TAG_KIND: u32 = 3 << 30;
+
+/// The waiter of a QP's fence while it is out; handles the fence's completion.
+#[pin_data]
+struct FenceSlot {
+    #[pin]
+    waiter: super::sync::SpinLockBh<Option<Arc<Waiter>>>,
+}
+
+impl WcHandler for FenceSlot {
+    fn done(&self, _tag: u32, _wc: Wc) {
+        // Executed or flushed: either way the transmit side is past what came before it.
+        let w = self.waiter.lock().take();
+        if let Some(w) = w {
+            w.arrive();
+        }
+    }
+}
 
 /// The slots' states, under one lock per direction.
 struct Slots<K> {
@@ -1493,8 +1623,8 @@ impl<K> Slots<K> {
 
 /// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
 /// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
-/// and `nrecv` receive slots (a header buffer and a 4 KiB page each). Completions of every
-/// slot go to `handler` with the slot's tag. Posting is refused once [`Qp::close`]d; the
+/// one for a fence ([`Qp::post_fence`]), and `nrecv` receive slots (a header buffer and a 4 KiB
+/// page each). Completions of every slot but the fence's go to `handler` with the slot's tag. Posting is refused once [`Qp::close`]d; the
 /// object must be shut down ([`Qp::shutdown`]) before it goes (its `Drop` does it otherwise),
 /// which drains the QP so that no request names its slots any more.
 ///
@@ -1516,8 +1646,13 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     ack_hdr: DmaBuf,
     /// Where [`Qp::post_fence_read`]'s byte lands (never looked at).
     sink: DmaBuf,
-    /// The send cqes, then the receive cqes, then the ack's.
+    /// The send cqes, then the receive cqes, then the ack's, then the fence's.
     cqes: KVec<WrCqe>,
+    /// The fence's waiter (the fence cqe's handler).
+    fence: Arc<FenceSlot>,
+    /// Orders [`Qp::fail`] before the QP's destruction.
+    #[pin]
+    life: Mutex<()>,
     nsend: u32,
     nrecv: u32,
     /// Local pieces per RDMA request (the QP was created with that many send SGEs).
@@ -1563,14 +1698,21 @@ impl<K: SendSource + 'static> Qp<K> {
         ctx: &ProcessCtx,
     ) -> Result<Arc<Self>> {
         let dev = pd.device();
-        let send_cq = Cq::new(dev, spec.nsend + 2, spec.vector, ctx)?;
+        let send_cq = Cq::new(dev, spec.nsend + 3, spec.vector, ctx)?;
         let recv_cq = Cq::new(dev, spec.nrecv + 1, spec.vector, ctx)?;
         let send_hdrs = DmaBuf::new(dev, spec.nsend as usize * HDR_LEN, true, ctx)?;
         let recv_hdrs = DmaBuf::new(dev, spec.nrecv as usize * HDR_LEN, false, ctx)?;
         let ack_hdr = DmaBuf::new(dev, HDR_LEN, true, ctx)?;
         let sink = DmaBuf::new(dev, 8, false, ctx)?;
         let hp: *const dyn WcHandler = &*handler;
-        let total = (spec.nsend + spec.nrecv + 1) as usize;
+        let fence = Arc::pin_init(
+            pin_init!(FenceSlot {
+                waiter <- super::sync::new_spinlock_bh!(None, "Qp::fence"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let fp: *const dyn WcHandler = &*fence;
+        let total = (spec.nsend + spec.nrecv + 2) as usize;
         let mut cqes = KVec::with_capacity(total, GFP_KERNEL)?;
         let tags = Iterator::chain(
             Iterator::chain(
@@ -1585,6 +1727,8 @@ impl<K: SendSource + 'static> Qp<K> {
             // grown).
             cqes.push(unsafe { WrCqe::new(hp, t) }, GFP_KERNEL)?;
         }
+        // SAFETY: As above, with `fence` kept in the object.
+        cqes.push(unsafe { WrCqe::new(fp, TAG_FENCE) }, GFP_KERNEL)?;
         let mut sends = KVec::with_capacity(spec.nsend as usize, GFP_KERNEL)?;
         for _ in 0..spec.nsend {
             sends.push(None, GFP_KERNEL)?;
@@ -1607,6 +1751,8 @@ impl<K: SendSource + 'static> Qp<K> {
                 ack_hdr,
                 sink,
                 cqes,
+                fence,
+                life <- kernel::new_mutex!((), "Qp::life"),
                 nsend: spec.nsend,
                 nrecv: spec.nrecv,
                 max_sge,
@@ -1633,7 +1779,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 pd,
                 &q.send_cq,
                 &q.recv_cq,
-                (spec.nsend + 1, spec.nrecv + 1, q.max_sge as u32),
+                (spec.nsend + 2, spec.nrecv + 1, q.max_sge as u32),
                 &*q.events,
             )?
         };
@@ -1680,7 +1826,8 @@ impl<K: SendSource + 'static> Qp<K> {
         let idx = match tag & TAG_KIND {
             TAG_SEND => tag & !TAG_KIND,
             TAG_RECV => self.nsend + (tag & !TAG_KIND),
-            _ => self.nsend + self.nrecv,
+            TAG_ACK => self.nsend + self.nrecv,
+            _ => self.nsend + self.nrecv + 1,
         };
         self.cqes.get(idx as usize)
     }
@@ -1908,6 +2055,55 @@ impl<K: SendSource + 'static> Qp<K> {
         self.slots.lock().ack = false;
     }
 
+    /// Posts a fence: a signaled local invalidation of `idle`'s key, which changes nothing;
+    /// `waiter` gains a party that arrives when the fence completes, executed or flushed (the
+    /// QP's drain flushes it at the latest). On siw the fence runs in the QP's transmit thread
+    /// after what it is doing, a READ RESPONSE in progress included, so its completion says
+    /// that nothing the QP started before reads memory any more. `ENOTCONN` when the QP takes
+    /// no requests (closed, or not in RTS: then it is sending nothing), `EBUSY` while an
+    /// earlier fence is out.
+    pub(crate) fn post_fence(&self, idle: &IdleMr, waiter: &Arc<Waiter>) -> Result {
+        let cqe = self.cqe(TAG_FENCE).ok_or(EINVAL)?;
+        let slots = self.slots.lock();
+        if !slots.open {
+            return Err(super::net::enotconn());
+        }
+        // Lock order: `slots`, then the fence's. The completion takes the fence's lock, so
+        // it finds the waiter stored (below) even if it runs at once.
+        let mut f = self.fence.waiter.lock();
+        if f.is_some() {
+            return Err(EBUSY);
+        }
+        // SAFETY: The QP exists while open (checked under the lock, type invariant) and the
+        // cqe lives in this object, which drains the QP before it goes; the request names no
+        // memory, only the key of `idle`, an MR of the QP's PD that the caller keeps until
+        // the fence completed or the QP was drained (the contract of `IdleMr::new`).
+        let r = unsafe { raw::rds_rs_ib_post_fence(self.id.as_ptr(), cqe.raw(), idle.rkey()) };
+        to_result(r)?;
+        waiter.add();
+        *f = Some(waiter.clone());
+        Ok(())
+    }
+
+    /// A fence of this QP is out (posted, not completed).
+    pub(crate) fn fence_pending(&self) -> bool {
+        self.fence.waiter.lock().is_some()
+    }
+
+    /// Moves the QP to the error state (process context): everything queued on it is
+    /// flushed, and its owner sees the failed completions. Nothing if it is gone already.
+    pub(crate) fn fail(&self, _ctx: &ProcessCtx) {
+        let _life = self.life.lock();
+        if self.has_qp.load(Ordering::Acquire) {
+            // SAFETY: The QP exists (`has_qp`, cleared only under `life` before the QP is
+            // destroyed); modifying it may sleep, which `_ctx` allows.
+            let r = unsafe { raw::rds_rs_ib_qp_to_error(self.id.as_ptr()) };
+            if r != 0 {
+                pr_warn!("could not move a QP to the error state: {}\n", r);
+            }
+        }
+    }
+
     /// Posts a receive into slot `slot` with a new page.
     pub(crate) fn post_recv(&self, slot: u32, flags: kernel::alloc::Flags) -> Result {
         let cqe = self.cqe(TAG_RECV | slot).ok_or(EINVAL)?;
@@ -1980,6 +2176,9 @@ impl<K: SendSource + 'static> Qp<K> {
     /// then the owned id.
     pub(crate) fn shutdown(&self, _ctx: &ProcessCtx) {
         self.close();
+        // Held while the QP goes, not while the id does (whose destruction waits for its
+        // handlers, which may take the owner's locks).
+        let life = self.life.lock();
         if self.has_qp.swap(false, Ordering::AcqRel) {
             // SAFETY: The id is alive: it is ours (`cm`) or the caller's, which keeps it until
             // the QP is gone; nothing posts any more (closed above under the `slots` lock).
@@ -1990,6 +2189,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 raw::rds_rs_ib_destroy_qp(self.id.as_ptr());
             }
         }
+        drop(life);
         let id = self.cm.lock().take();
         drop(id);
     }

@@ -217,20 +217,88 @@ free:
 }
 
 /*
- * Deregisters the MR (siw: the STag is invalid for every lookup when this returns), waits for
- * a grace period (a placement that looked the STag up before runs with preemption disabled, in
- * the socket's data_ready: it is over then), then unmaps the pages.
+ * Deregisters the MR (siw: the STag is invalid for every lookup when this returns) and waits
+ * for a grace period (a placement that looked the STag up before runs with preemption
+ * disabled, in the socket's data_ready: it is over then). Once only; the pages stay mapped.
  */
-void rds_rs_ib_frmr_free(struct rds_rs_frmr *f)
+void rds_rs_ib_frmr_dereg(struct rds_rs_frmr *f)
 {
-	int ret = ib_dereg_mr(f->mr);
+	int ret;
 
+	if (!f->mr)
+		return;
+	ret = ib_dereg_mr(f->mr);
 	if (ret)
 		pr_warn("rds_rs: ib_dereg_mr of a fast registration failed: %d\n", ret);
+	f->mr = NULL;
 	synchronize_rcu();
+}
+
+/* Deregisters the MR (unless done already), then unmaps the pages. */
+void rds_rs_ib_frmr_free(struct rds_rs_frmr *f)
+{
+	rds_rs_ib_frmr_dereg(f);
 	ib_dma_unmap_sg(f->dev, f->sgt.sgl, f->sgt.orig_nents, DMA_BIDIRECTIONAL);
 	sg_free_table(&f->sgt);
 	kfree(f);
+}
+
+/* An MR of the PD that is never made valid: the target of fence LOCAL_INVs (rds_rs_ib_post_fence). */
+struct ib_mr *rds_rs_ib_alloc_idle_mr(struct ib_pd *pd, u32 *rkey)
+{
+	struct ib_mr *mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+
+	if (!IS_ERR(mr))
+		*rkey = mr->rkey;
+	return mr;
+}
+
+/* Moves the QP to the error state: every request still queued is flushed. */
+int rds_rs_ib_qp_to_error(struct rdma_cm_id *id)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	if (!id->qp)
+		return -ENOTCONN;
+	return ib_modify_qp(id->qp, &attr, IB_QP_STATE);
+}
+
+/* A completion counter: done when every party added (and the creator) arrived. */
+struct rds_rs_waiter {
+	atomic_t left;
+	struct completion done;
+};
+
+struct rds_rs_waiter *rds_rs_waiter_new(void)
+{
+	struct rds_rs_waiter *w = kmalloc(sizeof(*w), GFP_KERNEL);
+
+	if (w) {
+		atomic_set(&w->left, 1);
+		init_completion(&w->done);
+	}
+	return w;
+}
+
+void rds_rs_waiter_add(struct rds_rs_waiter *w)
+{
+	atomic_inc(&w->left);
+}
+
+void rds_rs_waiter_arrive(struct rds_rs_waiter *w)
+{
+	if (atomic_dec_and_test(&w->left))
+		complete_all(&w->done);
+}
+
+bool rds_rs_waiter_wait(struct rds_rs_waiter *w, unsigned int ms)
+{
+	return wait_for_completion_timeout(&w->done, msecs_to_jiffies(ms)) != 0;
+}
+
+void rds_rs_waiter_free(struct rds_rs_waiter *w)
+{
+	kfree(w);
 }
 
 /* Completions are handled in process context: the ib-comp-wq work item polls the CQ. */
@@ -601,6 +669,23 @@ int rds_rs_ib_post_reg_mr(struct rdma_cm_id *id, struct ib_cqe *cqe, struct rds_
 	if (flags & RDS_RS_IB_SIGNALED)
 		reg.wr.send_flags |= IB_SEND_SIGNALED;
 	return ib_post_send(id->qp, &reg.wr, NULL);
+}
+
+/*
+ * A signaled IB_WR_LOCAL_INV of rkey (an MR that is never valid: nothing changes). siw runs it
+ * in its transmit thread after the work it is doing, a READ RESPONSE it started included, so
+ * its completion says that response is over.
+ */
+int rds_rs_ib_post_fence(struct rdma_cm_id *id, struct ib_cqe *cqe, u32 rkey)
+{
+	struct ib_send_wr wr = {
+		.opcode = IB_WR_LOCAL_INV,
+		.wr_cqe = cqe,
+		.send_flags = IB_SEND_SIGNALED,
+		.ex.invalidate_rkey = rkey,
+	};
+
+	return ib_post_send(id->qp, &wr, NULL);
 }
 
 int rds_rs_ib_post_recv(struct rdma_cm_id *id, struct ib_cqe *cqe, u64 hdr, u32 hdr_len,

@@ -61,7 +61,16 @@ int rds_rs_ib_dereg_mr(struct ib_mr *mr);
 struct rds_rs_frmr;
 struct rds_rs_frmr *rds_rs_ib_frmr_map(struct ib_pd *pd, struct page **pages, u32 npages,
 				       u32 offset, u64 len, u64 iova, u32 *rkey);
+void rds_rs_ib_frmr_dereg(struct rds_rs_frmr *f);
 void rds_rs_ib_frmr_free(struct rds_rs_frmr *f);
+struct ib_mr *rds_rs_ib_alloc_idle_mr(struct ib_pd *pd, u32 *rkey);
+int rds_rs_ib_qp_to_error(struct rdma_cm_id *id);
+struct rds_rs_waiter;
+struct rds_rs_waiter *rds_rs_waiter_new(void);
+void rds_rs_waiter_add(struct rds_rs_waiter *w);
+void rds_rs_waiter_arrive(struct rds_rs_waiter *w);
+bool rds_rs_waiter_wait(struct rds_rs_waiter *w, unsigned int ms);
+void rds_rs_waiter_free(struct rds_rs_waiter *w);
 
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector);
 void rds_rs_ib_free_cq(struct ib_cq *cq);
@@ -132,6 +141,7 @@ int rds_rs_ib_post_rdma(struct rdma_cm_id *id, struct ib_cqe *cqe, const u64 *ad
 /* An IB_WR_REG_MR of f (remote read; remote write, with local write, when asked). */
 int rds_rs_ib_post_reg_mr(struct rdma_cm_id *id, struct ib_cqe *cqe, struct rds_rs_frmr *f,
 			  bool remote_write, int flags);
+int rds_rs_ib_post_fence(struct rdma_cm_id *id, struct ib_cqe *cqe, u32 rkey);
 /* Completions call this (Rust) with the work request's ib_cqe. */
 void rds_rs_ib_wc(struct ib_cqe *cqe, int status, int opcode, u32 byte_len);
 

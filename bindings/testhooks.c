@@ -17,6 +17,9 @@
  *                    built the QP, before it installs it (widens the window of a teardown)
  *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
  *                    before it publishes the path (widens the window of a destroy)
+ *   ib_fence_expire  non-zero: the next fences after a deregistration on an iWARP device
+ *                    are not waited for (as if their bound had passed; read back as 0 once
+ *                    consumed)
  *   reset            write anything: every connection is reset (dropped and reconnected)
  *   inject           write [laddr 16][faddr 16][tos 1][header 48][payload]: a frame arrives
  *                    on that loopback connection of the initial namespace
@@ -38,6 +41,7 @@ static u32 rds_rs_loop_ring_val;
 static u32 rds_rs_ib_service_break_val;
 static u32 rds_rs_ib_route_delay_ms_val;
 static u32 rds_rs_ib_accept_delay_ms_val;
+static u32 rds_rs_ib_fence_expire_val;
 
 u32 rds_rs_test_loop_hold(void)
 {
@@ -68,6 +72,12 @@ u32 rds_rs_test_loop_ring(void)
 u32 rds_rs_test_ib_service_break(void)
 {
 	return xchg(&rds_rs_ib_service_break_val, 0);
+}
+
+/* Consumed: reads as 0 again once a deregistration acted on it. */
+u32 rds_rs_test_ib_fence_expire(void)
+{
+	return xchg(&rds_rs_ib_fence_expire_val, 0);
 }
 
 u32 rds_rs_test_ib_route_delay_ms(void)
@@ -150,6 +160,8 @@ int rds_rs_testhooks_init(void)
 			   &rds_rs_ib_route_delay_ms_val);
 	debugfs_create_u32("ib_accept_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_accept_delay_ms_val);
+	debugfs_create_u32("ib_fence_expire", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_fence_expire_val);
 	debugfs_create_u32("conn_idle_ms", 0600, rds_rs_test_dir, &rds_rs_conn_idle_ms);
 	debugfs_create_file("reset", 0200, rds_rs_test_dir, NULL, &rds_rs_test_reset_fops);
 	debugfs_create_file("inject", 0200, rds_rs_test_dir, NULL, &rds_rs_test_inject_fops);

@@ -160,6 +160,13 @@ mod imp {
         unsafe { raw::rds_rs_test_ib_service_break() != 0 }
     }
 
+    /// `ib_fence_expire`, consumed: whether the fences after a deregistration on an iWARP
+    /// device are to be treated as overdue at once (the knob reads as 0 again after).
+    pub(crate) fn ib_fence_expire() -> bool {
+        // SAFETY: The helper exchanges a static variable.
+        unsafe { raw::rds_rs_test_ib_fence_expire() != 0 }
+    }
+
     /// `ib_route_delay_ms`.
     pub(crate) fn ib_route_delay_ms() -> u32 {
         // SAFETY: The helper reads a static variable.
@@ -216,6 +223,11 @@ mod imp {
 
     /// `ib_service_break` (off in the production build).
     pub(crate) fn ib_service_break() -> bool {
+        false
+    }
+
+    /// `ib_fence_expire` (off in the production build).
+    pub(crate) fn ib_fence_expire() -> bool {
         false
     }
 

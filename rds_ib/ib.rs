@@ -39,15 +39,16 @@
 
 use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, DevAttrs, Device, DmaMapping, FastMr,
-    IbClient, IbRegistration, Pd, Piece, Qp, QpEvents, QpSpec, RdmaWr, SendSource, UserMr, Wc,
-    WcHandler, QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK, TAG_KIND,
-    TAG_RECV, TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
-    WC_SUCCESS,
+    IbClient, IbRegistration, IdleMr, Pd, Piece, Qp, QpEvents, QpSpec, RdmaWr, SendSource, UserMr,
+    Waiter, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, TAG_ACK,
+    TAG_KIND, TAG_RECV, TAG_SEND, WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR,
+    WC_RNR_RETRY_EXC_ERR, WC_SUCCESS,
 };
 use crate::bindings::mm::{random_u32, PinnedPages};
 use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::bindings::sys;
+use crate::bindings::testhooks;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Frag, InData, LentFrags, Message, Payload};
 use crate::proto::{
@@ -93,6 +94,9 @@ const RECV_WR: u32 = 256;
 const RESOLVE_MS: i32 = 5000;
 /// How long a teardown waits for RDMA requests still out to complete by themselves.
 const RDMA_SETTLE_MS: u32 = 1000;
+/// How long the fences after a deregistration on iWARP may take before the QPs that did not
+/// answer are moved to the error state (`fence_device`).
+const FENCE_MS: u32 = 2000;
 
 /// The pages of a registration that C takes from its 8 KiB pool (`RDS_MR_8K_MSG_SIZE`).
 const MR_8K_PAGES: u64 = 2;
@@ -158,6 +162,15 @@ pub(crate) struct IbDev {
     /// by `remove` before the PD goes. Lock order: before `pd`.
     #[pin]
     service: frwr::Service,
+    /// iWARP: the MR that fences invalidate (`fence_device`, which holds the lock while its
+    /// fences are out); dropped by `remove` once no QP is left, before the PD. Lock order:
+    /// after a registration's cell, before `pd` and a QP's `life`.
+    #[pin]
+    idle: Mutex<Option<IdleMr>>,
+    /// The QPs of the paths on the device, by address (`Listed`): what `fence_device` posts
+    /// on.
+    #[pin]
+    qps: SpinLockBh<RBTree<usize, Arc<Qp<Keep>>>>,
     /// Paths (QPs) alive on the device.
     paths: AtomicUsize,
     /// The device is going away: no new path.
@@ -185,14 +198,24 @@ impl IbClient for Client {
         let ctx = ProcessCtx::enter();
         let pd = Pd::new(dev, &ctx).ok()?;
         let lkey = pd.lkey();
+        let attrs = dev.attrs();
+        let idle = if attrs.iwarp {
+            // SAFETY: Dropped by `remove` before the PD, once every QP of the device (every
+            // QP a fence names it on) is gone.
+            Some(unsafe { IdleMr::new(&pd, &ctx) }.ok()?)
+        } else {
+            None
+        };
         let d = Arc::pin_init(
             pin_init!(IbDev {
                 dev,
-                attrs: dev.attrs(),
+                attrs,
                 lkey,
                 pd <- new_mutex!(Some(pd), "IbDev::pd"),
                 mrs <- new_mutex!(RBTree::new(), "IbDev::mrs"),
                 service <- frwr::service(),
+                idle <- new_mutex!(idle, "IbDev::idle"),
+                qps <- new_spinlock_bh!(RBTree::new(), "IbDev::qps"),
                 paths: AtomicUsize::new(0),
                 removing: AtomicBool::new(false),
             }),
@@ -233,6 +256,10 @@ impl IbClient for Client {
         // The registrations still on the device are revoked (their owners' handles stay, and
         // find nothing to deregister), then the PD goes. Holding the PD's lock (and the
         // service's) keeps new registrations out meanwhile.
+        // No QP is left to name the idle MR (a fence in progress finished: it holds the lock
+        // until its QPs answered or were drained). Lock order: `idle` before `pd`.
+        let idle = data.idle.lock().take();
+        drop(idle);
         let mut pd = data.pd.lock();
         let mrs = core::mem::replace(&mut *data.mrs.lock(), RBTree::new());
         let mut revoked = 0;
@@ -418,9 +445,17 @@ impl Drop for IbMrReg {
         // it before the PD goes, waits for the deregistration); the pages are unpinned after,
         // when `_pages` goes.
         let mut cell = self.cell.lock();
-        let mr = cell.take();
+        let mut mr = cell.take();
         if mr.is_some() {
             stats::inc(Stat::RsIbMrDeregistered);
+        }
+        if let Some(DevMr::Fast(f)) = &mut mr {
+            // iWARP (siw) looks a registration up once per READ RESPONSE: one that started
+            // before the deregistration goes on reading the pages. They stay mapped and
+            // pinned until every QP of the device is past what it was doing.
+            let ctx = ProcessCtx::enter();
+            f.deregister(&ctx);
+            fence_device(&self.dev, &ctx);
         }
         stats::inc(if self.small {
             Stat::IbRdmaMr8kFree
@@ -429,6 +464,71 @@ impl Drop for IbMrReg {
         });
         drop(mr);
         drop(cell);
+    }
+}
+
+/// Waits (process context) until every QP of the iWARP device `dev` is past the work it had
+/// started: a fence on each ([`Qp::post_fence`]), waited for at most [`FENCE_MS`]; a QP whose
+/// fence did not complete by then (a READ RESPONSE stuck behind a peer that takes nothing)
+/// is moved to the error state, which flushes it (its connection resets:
+/// `rs_ib_mr_fence_stalled`), and waited for again. A QP that takes no request is sending
+/// nothing.
+fn fence_device(dev: &IbDev, ctx: &ProcessCtx) {
+    let idle = dev.idle.lock();
+    let Some(idle) = idle.as_ref() else { return };
+    let Ok(waiter) = Waiter::new() else {
+        // No memory for the waiter: the slow way, one QP at a time to the error state.
+        for q in listed_qps(dev, ctx) {
+            q.fail(ctx);
+        }
+        return;
+    };
+    // Fences are posted under `idle`, held until every one of them completed: no QP has
+    // another's out (`EBUSY`), and one that is pending below is this round's.
+    let qps = listed_qps(dev, ctx);
+    for q in qps.iter() {
+        if q.post_fence(idle, &waiter).is_ok() {
+            stats::inc(Stat::RsIbMrFence);
+        }
+    }
+    waiter.arrive();
+    // The test build's knob: as if the bound had passed at once (a QP whose fence has not
+    // completed yet is treated as stalled; not even a zero-time wait, which sleeps a tick).
+    if !testhooks::ib_fence_expire() && waiter.wait(FENCE_MS, ctx) {
+        return;
+    }
+    for q in qps.iter().filter(|q| q.fence_pending()) {
+        stats::inc(Stat::RsIbMrFenceStalled);
+        q.fail(ctx);
+    }
+    let mut waited = 0u32;
+    while !waiter.wait(FENCE_MS, ctx) {
+        waited += 1;
+        pr_warn!(
+            "a QP of an iWARP device has not flushed a fence after {} s\n",
+            (waited + 1) * FENCE_MS / 1000
+        );
+    }
+}
+
+/// The QPs listed on `dev` now (all of them: without memory for the list, it tries again).
+fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<Arc<Qp<Keep>>> {
+    let mut v = KVec::new();
+    loop {
+        let want = dev.qps.lock().iter().count();
+        if v.reserve(want, GFP_KERNEL).is_err() {
+            sys::sleep_ms(10, ctx);
+            continue;
+        }
+        let qps = dev.qps.lock();
+        if qps.iter().count() > want {
+            continue;
+        }
+        for (_, q) in qps.iter() {
+            // Room was reserved.
+            let _ = v.push(q.clone(), GFP_ATOMIC);
+        }
+        return v;
     }
 }
 
@@ -1245,8 +1345,37 @@ struct Qpr {
     rx_dead: AtomicBool,
     /// RDMA work requests posted and not completed yet.
     rdma_inflight: AtomicU32,
+    /// Lists the QP on its device (before `_token`: a path stops counting only after).
+    _listed: Listed,
     /// Counts the path on its device.
     _token: PathToken,
+}
+
+/// A QP listed on its device (`IbDev::qps`) until this goes.
+struct Listed {
+    dev: Arc<IbDev>,
+    key: usize,
+}
+
+impl Listed {
+    fn new(dev: &Arc<IbDev>, qp: &Arc<Qp<Keep>>) -> Result<Self> {
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let key = &**qp as *const Qp<Keep> as usize;
+        let old = dev.qps.lock().insert(node.into_node(key, qp.clone()));
+        drop(old);
+        Ok(Self {
+            dev: dev.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let node = self.dev.qps.lock().remove_node(&self.key);
+        // The QP (if that was its last reference) goes outside the lock.
+        drop(node);
+    }
 }
 
 /// A path alive on a device (its `paths` count).
@@ -1304,6 +1433,13 @@ impl Qpr {
             let pd: &Pd = pd.as_ref().ok_or(ENODEV)?;
             Qp::new(id, None, pd, &spec, handler, events, ctx)?
         };
+        let listed = match Listed::new(&dev, &qp) {
+            Ok(l) => l,
+            Err(e) => {
+                qp.shutdown(ctx);
+                return Err(e);
+            }
+        };
         Arc::pin_init(
             pin_init!(Self {
                 qp,
@@ -1324,6 +1460,7 @@ impl Qpr {
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 rx_dead: AtomicBool::new(false),
                 rdma_inflight: AtomicU32::new(0),
+                _listed: listed,
                 _token: token,
             }),
             GFP_KERNEL,

@@ -249,6 +249,13 @@ for fam in v4 v6; do
   for check in $rdma_ib $rdma_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
   for check in $rdma_ib $rdma_siw; do expect+=(--expect "$res/b/ib-rs-siw.tap:ib_rdma_siw_${fam}_$check"); done
 done
+# Registrations freed while the peer reads them (rds-tests ib-free-race; siw: the fences).
+for check in free_mr_during_read free_mr_fenced; do
+  for soft in rxe siw; do expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_rdma_${soft}_v4_$check"); done
+done
+for check in free_mr_fence_stalled read_after_stall; do
+  expect+=(--expect "$res/b/ib-rs-siw.tap:ib_rdma_siw_v4_$check")
+done
 # Registrations with no connection (rds-tests ib-mr): on rxe, and on siw by fast registration;
 # revoked with their device (rds-tests ib-mr-revoke).
 for soft in rxe siw; do

@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 21;
+pub const STAT_COUNT: usize = 36 + 39 + 23;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1114,6 +1114,12 @@ stats! {
     RsIbAtomic => "rs_ib_atomic",
     /// rds-rs: connections that stayed connecting for 30 s and started over.
     RsConnConnectTimeout => "rs_conn_connect_timeout",
+    /// rds-rs: fences posted on the QPs of an iWARP device after a registration on it was
+    /// deregistered, before its pages are let go (see `Documentation/rdma.md`).
+    RsIbMrFence => "rs_ib_mr_fence",
+    /// rds-rs: QPs moved to the error state because a fence did not complete in time (a READ
+    /// response stuck behind a peer that does not take its data); their connections reset.
+    RsIbMrFenceStalled => "rs_ib_mr_fence_stalled",
 }
 
 impl Stat {

@@ -47,6 +47,10 @@ for soft in rxe siw; do
     # atomics).
     run_prog harness.tap "ib_rdma_${soft}_v4" "$TESTS" ib-rdma 192.0.2.1 192.0.2.2 "${soft}_v4" >> "$OUT/$f"
     run_prog harness.tap "ib_rdma_${soft}_v6" "$TESTS" ib-rdma fd00::1 fd00::2 "${soft}_v6" >> "$OUT/$f"
+    # Registrations freed while the peer reads them (siw: the QPs are fenced first, and a
+    # fence that is overdue, by the test build's ib_fence_expire, costs its connection).
+    run_prog harness.tap "ib_free_race_${soft}" "$TESTS" ib-free-race 192.0.2.1 192.0.2.2 \
+      "${soft}_v4" >> "$OUT/$f"
     # The connections stay up after their sockets are gone; unloading must take them down.
     if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
     else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi

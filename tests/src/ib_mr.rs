@@ -36,7 +36,7 @@ fn offset(cookie: u64) -> u32 {
     (cookie >> 32) as u32
 }
 
-fn counter(s: &RdsSocket, name: &str) -> Result<u64, String> {
+pub(crate) fn counter(s: &RdsSocket, name: &str) -> Result<u64, String> {
     s.counter(name)
         .map_err(|e| format!("RDS_INFO_COUNTERS: {e}"))?
         .ok_or_else(|| format!("no counter {name}"))

@@ -293,6 +293,7 @@ fn main() -> ExitCode {
         ["ib-rdma", rest @ ..] => rdma::ib_run(&mut report, rest),
         ["ib-rdma-pair", rest @ ..] => ib_rdma_pair::run(&mut report, rest),
         ["ib-rdma-flood", rest @ ..] => rdma::ib_flood(&mut report, rest),
+        ["ib-free-race", rest @ ..] => rdma::ib_free_race(&mut report, rest),
         ["ib-sink", rest @ ..] => ib::sink(rest),
         ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),

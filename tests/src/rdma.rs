@@ -2583,3 +2583,305 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// `rds-tests ib-free-race CADDR SADDR NAME`: registrations freed while a peer reads them
+/// ([`ib_free_during_read`]; on iWARP also [`ib_free_stalled`]).
+pub(crate) fn ib_free_race(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [ca, sa, name] = args else {
+        return Err("usage: rds-tests ib-free-race CADDR SADDR NAME".into());
+    };
+    let ca: std::net::IpAddr = ca.parse().map_err(|_| format!("bad address {ca}"))?;
+    let sa: std::net::IpAddr = sa.parse().map_err(|_| format!("bad address {sa}"))?;
+    r.set_prefix(&format!("ib_rdma_{name}_"));
+    let iwarp = name.starts_with("siw");
+    {
+        let mut e = Env::new(SocketAddr::new(ca, 4742), SocketAddr::new(sa, 4743))?;
+        e.s.send_to(b"hello", e.ca)
+            .map_err(|err| format!("first send: {err}"))?;
+        r.expect("race_connect", &got(&e.c), "got=hello");
+        let fences0 = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")?;
+        ib_free_during_read(r, &mut e)?;
+        let fences = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")? - fences0;
+        // On iWARP a deregistration fences the QPs of the device (this connection's end, while
+        // it is up); on IB and RoCE nothing needs a fence.
+        r.expect(
+            "free_mr_fenced",
+            if fences > 0 { "yes" } else { "no" },
+            if iwarp { "yes" } else { "no" },
+        );
+        if iwarp {
+            ib_free_stalled(r, &mut e)?;
+        }
+        Ok(())
+    }
+}
+
+/// `RDS_FREE_MR` (with `RDS_RDMA_INVALIDATE`) while a peer's RDMA reads of the
+/// registration (four of 1 MiB, queued behind each other) are being answered, then the memory
+/// unmapped at once and the process's next memory filled with another pattern (pages the
+/// kernel let go of are reused by that allocation, on this one-CPU guest). Each read either
+/// fails or, if it succeeds, brings the registration's data and nothing else: a page the
+/// device was still sending from when the registration was freed must have stayed the
+/// registration's (the pages are let go only once the device is done with them; issue 11).
+/// The rounds free the registration at delays spread over the time the reads take; `raced`
+/// counts the reads that succeeded although their notification was not there yet when
+/// `RDS_FREE_MR` returned (the free overlapped the read, as seen from the requester).
+fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const LEN: usize = 1 << 20;
+    const READS: usize = 4;
+    const ROUNDS: usize = 24;
+    let smem = RdmaMem::new(READS * LEN).map_err(|e| format!("mmap: {e}"))?;
+    let send_reads = |e: &mut Env, cookie: u64| -> Result<Vec<u64>, String> {
+        let mut tokens = Vec::new();
+        for k in 0..READS {
+            let token = e.tok();
+            let op = Op {
+                cookie,
+                remote_addr: 0,
+                remote_bytes: LEN as u64,
+                local: vec![RdsIovec {
+                    addr: smem.at(k * LEN),
+                    bytes: LEN as u64,
+                }],
+                flags: RDS_RDMA_NOTIFY_ME,
+                token,
+            };
+            rdma_op(&e.s, &e.ca, &op, b"race", None, 0)
+                .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+            tokens.push(token);
+        }
+        Ok(tokens)
+    };
+    // How long the reads take, undisturbed (the longest of three rounds).
+    let mut span = Duration::ZERO;
+    for _ in 0..3 {
+        let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
+        cmem.fill(0x11);
+        let cookie =
+            e.c.get_mr(cmem.at(0), LEN as u64, 0)
+                .map_err(|err| format!("GET_MR: {err}"))?;
+        let t0 = Instant::now();
+        send_reads(e, cookie)?;
+        let (v, _) = wait_notes(&e.s, READS);
+        span = span.max(t0.elapsed());
+        for _ in 0..READS {
+            let _ = got(&e.c);
+        }
+        let _ = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
+        if v.len() != READS || v.iter().any(|n| n.status != librds::rdma::RDS_RDMA_SUCCESS) {
+            return Err(format!("timing reads: {}", notes_obs(&v)));
+        }
+    }
+    let (mut ok, mut refused, mut raced) = (0, 0, 0);
+    let mut free_time = Duration::ZERO;
+    let mut bad = Vec::new();
+    for round in 0..ROUNDS {
+        let data = pattern(LEN, 700 + round as u64);
+        let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
+        cmem.write(0, &data);
+        let cookie =
+            e.c.get_mr(cmem.at(0), LEN as u64, 0)
+                .map_err(|err| format!("GET_MR: {err}"))?;
+        smem.fill(0xEE);
+        let tokens = send_reads(e, cookie)?;
+        let delay = span * round as u32 / ROUNDS as u32;
+        let t0 = Instant::now();
+        while t0.elapsed() < delay {
+            std::hint::spin_loop();
+        }
+        let t1 = Instant::now();
+        let freed = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
+        free_time = free_time.max(t1.elapsed());
+        let mut notes = Vec::new();
+        while let Ok(Some((_, _, v))) = recv_notes(&e.s, 16) {
+            notes.extend(v);
+        }
+        let early = notes.len();
+        drop(cmem);
+        let filler = RdmaMem::new(4 * LEN).map_err(|e| format!("mmap: {e}"))?;
+        filler.fill(0xC5);
+        if let Err(err) = freed {
+            bad.push(format!("r{round}:free_mr={}", err_name(&err)));
+        }
+        if notes.len() < READS {
+            notes.extend(wait_notes(&e.s, READS - notes.len()).0);
+        }
+        if notes.len() != READS {
+            bad.push(format!("r{round}:notes={}", notes_obs(&notes)));
+        }
+        for (i, n) in notes.iter().enumerate() {
+            let Some(k) = tokens.iter().position(|&t| t == n.user_token) else {
+                bad.push(format!("r{round}:token{}", n.user_token));
+                continue;
+            };
+            if n.status != librds::rdma::RDS_RDMA_SUCCESS {
+                refused += 1;
+                continue;
+            }
+            ok += 1;
+            if i >= early {
+                raced += 1;
+            }
+            let got_data = smem.read(k * LEN, LEN);
+            if got_data != data {
+                let pages: Vec<String> = (0..LEN / 4096)
+                    .filter(|p| got_data[p * 4096..][..4096] != data[p * 4096..][..4096])
+                    .map(|p| {
+                        let pg = &got_data[p * 4096..][..4096];
+                        let kind = if pg.iter().all(|&b| b == 0xC5) {
+                            "filler"
+                        } else if pg.iter().all(|&b| b == 0) {
+                            "zero"
+                        } else if pg.iter().all(|&b| b == 0xEE) {
+                            "unwritten"
+                        } else {
+                            "other"
+                        };
+                        format!("{p}:{kind}")
+                    })
+                    .collect();
+                bad.push(format!(
+                    "r{round}k{k}:{} pages[{}]",
+                    pages.len(),
+                    pages[..pages.len().min(4)].join(",")
+                ));
+            }
+        }
+        // The messages of the reads that succeeded (a refused read's is never delivered).
+        while crate::util::wait_msg_for(&e.c, Duration::from_millis(300)) {
+            let _ = got(&e.c);
+        }
+        drop(filler);
+    }
+    r.check(
+        "free_mr_during_read",
+        &format!(
+            "{ROUNDS}x{READS} reads: {ok} OK ({raced} raced), {refused} refused, span {span:?}, \
+             free_mr up to {free_time:?}"
+        ),
+        if bad.is_empty() && ok + refused == ROUNDS * READS {
+            Ok(())
+        } else {
+            Err(format!("{:?}", &bad[..bad.len().min(8)]))
+        },
+    );
+    let _ = leftovers(&e.c, &e.s);
+    Ok(())
+}
+
+/// A fence that does not complete in time (siw), through the test build's `ib_fence_expire`
+/// knob (a READ RESPONSE stuck behind a peer that takes nothing cannot be made on demand
+/// here): `RDS_FREE_MR` of a registration a 1 MiB read is under way on finds the fence of the
+/// connection's QP overdue at once, moves the QP to the error state (`rs_ib_mr_fence_stalled`
+/// by one), which flushes it, and returns; the registration's memory is unmapped and reused
+/// at once. The read is reported exactly once (done with the registration's data, or
+/// dropped), and the connection comes back: a new read works.
+fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
+    const KNOB: &str = "/sys/kernel/debug/rds_rs/ib_fence_expire";
+    const LEN: usize = 1 << 20;
+    let smem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
+    let stalled0 = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence_stalled")?;
+    // The connection is up (the refusals before reset it), so that the free finds its QP.
+    e.s.send_to(b"ready", e.ca)
+        .map_err(|err| format!("send: {err}"))?;
+    r.expect("stall_connected", &got(&e.c), "got=ready");
+    let data = pattern(LEN, 900);
+    let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
+    cmem.write(0, &data);
+    let cookie =
+        e.c.get_mr(cmem.at(0), LEN as u64, 0)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    smem.fill(0xEE);
+    let token = e.tok();
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: LEN as u64,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: LEN as u64,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME,
+        token,
+    };
+    rdma_op(&e.s, &e.ca, &op, b"stall", None, 0)
+        .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
+    std::fs::write(KNOB, "1").map_err(|err| format!("{KNOB}: {err}"))?;
+    let freed = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
+    let knob = std::fs::read_to_string(KNOB).map_err(|err| format!("{KNOB}: {err}"))?;
+    drop(cmem);
+    let filler = RdmaMem::new(4 * LEN).map_err(|e| format!("mmap: {e}"))?;
+    filler.fill(0xC5);
+    let stalled = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence_stalled")? - stalled0;
+    // The read's report (the connection resets; at most 60 s).
+    let t0 = Instant::now();
+    let mut notes = Vec::new();
+    while notes.is_empty() && t0.elapsed() < Duration::from_secs(60) {
+        notes = wait_notes(&e.s, 1).0;
+    }
+    notes.extend(wait_notes(&e.s, 1).0);
+    let read = match notes.as_slice() {
+        [n] if n.user_token == token && n.status == librds::rdma::RDS_RDMA_SUCCESS => {
+            match same(&smem.read(0, LEN), &data).as_str() {
+                "ok" => "reported".to_string(),
+                bad => format!("OK data={bad}"),
+            }
+        }
+        [n] if n.user_token == token && n.status == librds::rdma::RDS_RDMA_DROPPED => {
+            "reported".to_string()
+        }
+        v => format!("notes={}", notes_obs(v)),
+    };
+    drop(filler);
+    while crate::util::wait_msg_for(&e.c, Duration::from_millis(300)) {
+        let _ = got(&e.c);
+    }
+    r.expect(
+        "free_mr_fence_stalled",
+        &format!(
+            "free_mr={} knob={} stalled={stalled} read={read}",
+            res_obs(&freed),
+            knob.trim()
+        ),
+        "free_mr=OK knob=0 stalled=1 read=reported",
+    );
+    // A new registration and read over the connection that came back.
+    let cmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
+    let data = pattern(4096, 999);
+    cmem.write(0, &data);
+    let cookie =
+        e.c.get_mr(cmem.at(0), 4096, 0)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    let token = e.tok();
+    let op = Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: 4096,
+        local: vec![RdsIovec {
+            addr: smem.at(0),
+            bytes: 4096,
+        }],
+        flags: RDS_RDMA_NOTIFY_ME,
+        token,
+    };
+    let sent = rdma_op(&e.s, &e.ca, &op, b"after", None, 0);
+    // The connection may still be coming back (at most 30 s).
+    let t0 = Instant::now();
+    let mut notes = Vec::new();
+    while notes.is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        notes = wait_notes(&e.s, 1).0;
+    }
+    let note = notes_obs(&notes).replace(&format!("#{token}"), "");
+    r.expect(
+        "read_after_stall",
+        &format!(
+            "{} {note} {} data={}",
+            res_obs(&sent),
+            got(&e.c),
+            same(&smem.read(0, 4096), &data)
+        ),
+        "OK OK got=after data=ok",
+    );
+    let _ = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
+    Ok(())
+}
