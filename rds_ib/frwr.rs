@@ -15,15 +15,17 @@
 //! on a port rdma_cm chooses, an active id connecting to it), made at the first registration
 //! on the device and kept until the device goes. Registrations are serialised on it (a mutex:
 //! they run in process context); the registering thread waits for the completion of its
-//! `REG_MR` (at most [`SERVICE_MS`]; a failure or a timeout tears the connection down, which
-//! flushes the request, and the registration fails with the MR freed). A connection that
-//! failed is made again at the next registration; registrations made earlier stay valid (an
-//! MR belongs to the PD, not to a QP).
+//! `REG_MR` (a [`Waiter`], at most [`SERVICE_MS`]; a failure or a timeout tears the connection
+//! down, which flushes the request, and the registration fails with the MR freed). A
+//! connection that failed is made again at the next registration; registrations made earlier
+//! stay valid (an MR belongs to the PD, not to a QP).
 //!
-//! Revocation needs no work request: siw's `ib_dereg_mr` makes the STag invalid for every
-//! later lookup before it returns (`siw_mr_drop_mem`), and [`FastMr`]'s drop waits for a grace
-//! period after it (a placement that found the STag valid just before runs with preemption
-//! disabled) before the pages are unmapped; the core unpins them after that.
+//! Revocation: siw's `ib_dereg_mr` makes the STag invalid for every later lookup before it
+//! returns (`siw_mr_drop_mem`), and [`FastMr::deregister`] waits for a grace period after it
+//! (a placement that found the STag valid just before runs with preemption disabled). A READ
+//! RESPONSE siw started before goes on, though (one lookup per response): the owner fences
+//! every QP of the device before the pages are unmapped and unpinned (`fence_device` in
+//! `ib.rs`).
 //!
 //! # Contexts
 //!
@@ -34,7 +36,7 @@
 use super::{IbDev, MrCell, RESOLVE_MS};
 use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
-    SendSource, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND, WC_SUCCESS,
+    SendSource, Waiter, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND, WC_SUCCESS,
 };
 use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys;
@@ -76,6 +78,8 @@ struct SvcInner {
     closed: bool,
     /// The status of the last `REG_MR`, once it completed.
     reg: Option<i32>,
+    /// Who waits for the `REG_MR` that is out.
+    reg_wait: Option<Arc<Waiter>>,
 }
 
 /// The state the handlers and completions of one service connection share.
@@ -139,7 +143,14 @@ impl WcHandler for SvcState {
         if wc.status != WC_SUCCESS {
             self.fail();
         }
-        self.inner.lock().reg = Some(wc.status);
+        let w = {
+            let mut inner = self.inner.lock();
+            inner.reg = Some(wc.status);
+            inner.reg_wait.take()
+        };
+        if let Some(w) = w {
+            w.arrive();
+        }
     }
 }
 
@@ -333,6 +344,7 @@ fn ready_locked(
                     up: false,
                     closed: false,
                     reg: None,
+                    reg_wait: None,
                 },
                 "SvcState::inner"
             ),
@@ -391,7 +403,14 @@ fn reg_locked(
     let Some(state) = svc.as_ref().map(|c| c.state.clone()) else {
         return Err(crate::bindings::net::enotconn());
     };
-    state.inner.lock().reg = None;
+    // The completion is the waiter's one party (besides this thread).
+    let waiter = Waiter::new()?;
+    waiter.add();
+    {
+        let mut inner = state.inner.lock();
+        inner.reg = None;
+        inner.reg_wait = Some(waiter.clone());
+    }
     // SAFETY: `mr` lives until this function returns, and it returns only once the request
     // completed or, on a failure or timeout, after the teardown shut the QP down (drained).
     let posted = unsafe { qp.post_reg(0, RegKeep, mr, remote_write, SEND_SIGNALED) };
@@ -399,7 +418,13 @@ fn reg_locked(
         teardown(svc.take(), ctx);
         return Err(e);
     }
-    match wait_for(|| state.inner.lock().reg) {
+    waiter.arrive();
+    let status = if waiter.wait(SERVICE_MS, ctx) {
+        state.inner.lock().reg
+    } else {
+        None
+    };
+    match status {
         Some(WC_SUCCESS) => Ok(()),
         status => {
             pr_warn!(
