@@ -366,8 +366,9 @@ fn stream_len(i: u64) -> usize {
     8 + (i.wrapping_mul(2_654_435_761) % 9000) as usize
 }
 
-/// Writes `n` into the progress file `path` (the guest script reads it to time its faults).
-fn progress(path: &str, n: u64) {
+/// Writes `n` into the progress file `path` (the guest script reads it to time its faults): a
+/// new file renamed over the old one, so that a reader never finds it empty or half-written.
+pub(crate) fn progress(path: &str, n: u64) {
     let tmp = format!("{path}.tmp");
     if std::fs::write(&tmp, format!("{n}\n")).is_ok() {
         let _ = std::fs::rename(&tmp, path);

@@ -2488,7 +2488,7 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
             }
         }
         if last_progress.elapsed() > Duration::from_millis(200) {
-            let _ = std::fs::write(progress, format!("{}\n", reported.len()));
+            crate::ib::progress(progress, reported.len() as u64);
             last_progress = Instant::now();
         }
         if let Some(t) = stopping {
@@ -2498,7 +2498,7 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
         }
         let _ = e.s.poll(libc::POLLIN, Duration::from_millis(20));
     }
-    let _ = std::fs::write(progress, format!("{}\n", reported.len()));
+    crate::ib::progress(progress, reported.len() as u64);
     let mut by_status = std::collections::BTreeMap::<String, u64>::new();
     for s in reported.values() {
         *by_status.entry(status_name(*s).to_string()).or_default() += 1;
