@@ -1603,6 +1603,8 @@ struct Slots<K> {
     sends: KVec<Option<Outstanding<K>>>,
     recvs: KVec<Option<Posted>>,
     ack: bool,
+    /// Send-side requests completed so far (SENDs and the ack-only frame): their progress.
+    completed: u64,
     /// Posting is allowed (the QP exists and is not closed).
     open: bool,
 }
@@ -1761,6 +1763,7 @@ impl<K: SendSource + 'static> Qp<K> {
                         sends,
                         recvs,
                         ack: false,
+                        completed: 0,
                         open: false,
                     },
                     "Qp::slots"
@@ -2017,7 +2020,11 @@ impl<K: SendSource + 'static> Qp<K> {
 
     /// The SEND of slot `slot` completed (or was flushed): returns its keeper.
     pub(crate) fn complete_send(&self, slot: u32) -> Option<K> {
-        let st = self.slots.lock().sends.get_mut(slot as usize)?.take()?;
+        let st = {
+            let mut slots = self.slots.lock();
+            slots.completed = slots.completed.wrapping_add(1);
+            slots.sends.get_mut(slot as usize)?.take()?
+        };
         let Outstanding { maps, _map, keeper } = st;
         // Unmapped first: the keeper may own the pages.
         drop(maps);
@@ -2052,21 +2059,30 @@ impl<K: SendSource + 'static> Qp<K> {
 
     /// The ack-only frame completed.
     pub(crate) fn complete_ack(&self) {
-        self.slots.lock().ack = false;
+        let mut slots = self.slots.lock();
+        slots.ack = false;
+        slots.completed = slots.completed.wrapping_add(1);
+    }
+
+    /// How many send-side requests have completed so far (a count that moves while the QP
+    /// makes progress).
+    pub(crate) fn send_progress(&self) -> u64 {
+        self.slots.lock().completed
     }
 
     /// Posts a fence: a signaled local invalidation of `idle`'s key, which changes nothing;
     /// `waiter` gains a party that arrives when the fence completes, executed or flushed (the
     /// QP's drain flushes it at the latest). On siw the fence runs in the QP's transmit thread
     /// after what it is doing, a READ RESPONSE in progress included, so its completion says
-    /// that nothing the QP started before reads memory any more. `ENOTCONN` when the QP takes
-    /// no requests (closed, or not in RTS: then it is sending nothing), `EBUSY` while an
-    /// earlier fence is out.
+    /// that nothing the QP started before reads memory any more. `EPIPE` once the QP is
+    /// closed (its shutdown may not have stopped it yet), the device's error otherwise (siw:
+    /// `ENOTCONN` for a QP not in RTS, which is sending nothing), `EBUSY` while an earlier
+    /// fence is out.
     pub(crate) fn post_fence(&self, idle: &IdleMr, waiter: &Arc<Waiter>) -> Result {
         let cqe = self.cqe(TAG_FENCE).ok_or(EINVAL)?;
         let slots = self.slots.lock();
         if !slots.open {
-            return Err(super::net::enotconn());
+            return Err(EPIPE);
         }
         // Lock order: `slots`, then the fence's. The completion takes the fence's lock, so
         // it finds the waiter stored (below) even if it runs at once.

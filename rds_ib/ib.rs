@@ -94,8 +94,8 @@ const RECV_WR: u32 = 256;
 const RESOLVE_MS: i32 = 5000;
 /// How long a teardown waits for RDMA requests still out to complete by themselves.
 const RDMA_SETTLE_MS: u32 = 1000;
-/// How long the fences after a deregistration on iWARP may take before the QPs that did not
-/// answer are moved to the error state (`fence_device`).
+/// How long a QP with a fence out (after a deregistration on iWARP) may go without completing
+/// anything before it is moved to the error state (`fence_device`).
 const FENCE_MS: u32 = 2000;
 
 /// The pages of a registration that C takes from its 8 KiB pool (`RDS_MR_8K_MSG_SIZE`).
@@ -152,6 +152,12 @@ pub(crate) struct IbDev {
     dev: Device,
     attrs: DevAttrs,
     lkey: u32,
+    /// iWARP: the MR that fences invalidate (`fence_device`, which holds the lock while its
+    /// fences are out); dropped by `remove` once no QP is left, before the PD (and declared before it, so that
+    /// it also goes first if the device is dropped unlisted). Lock order:
+    /// after a registration's cell, before `pd` and a QP's `life`.
+    #[pin]
+    idle: Mutex<Option<IdleMr>>,
     #[pin]
     pd: Mutex<Option<Pd>>,
     /// The registrations made on the device, by r_key (see [`IbMrReg`]); `remove` revokes
@@ -162,11 +168,6 @@ pub(crate) struct IbDev {
     /// by `remove` before the PD goes. Lock order: before `pd`.
     #[pin]
     service: frwr::Service,
-    /// iWARP: the MR that fences invalidate (`fence_device`, which holds the lock while its
-    /// fences are out); dropped by `remove` once no QP is left, before the PD. Lock order:
-    /// after a registration's cell, before `pd` and a QP's `life`.
-    #[pin]
-    idle: Mutex<Option<IdleMr>>,
     /// The QPs of the paths on the device, by address (`Listed`): what `fence_device` posts
     /// on.
     #[pin]
@@ -468,51 +469,71 @@ impl Drop for IbMrReg {
 }
 
 /// Waits (process context) until every QP of the iWARP device `dev` is past the work it had
-/// started: a fence on each ([`Qp::post_fence`]), waited for at most [`FENCE_MS`]; a QP whose
-/// fence did not complete by then (a READ RESPONSE stuck behind a peer that takes nothing)
-/// is moved to the error state, which flushes it (its connection resets:
-/// `rs_ib_mr_fence_stalled`), and waited for again. A QP that takes no request is sending
-/// nothing.
+/// started: a fence on each ([`Qp::post_fence`]). A fence completes after everything queued
+/// before it on its QP, which may take a while on a busy one; a QP that completed no send-side
+/// request for [`FENCE_MS`] while its fence is out is stuck (a READ RESPONSE behind a peer that
+/// takes nothing) and is moved to the error state, which flushes it (its connection resets:
+/// `rs_ib_mr_fence_stalled`). A QP that refuses the fence because it is not in RTS is sending
+/// nothing (siw: `ENOTCONN`); one refused for another reason, a closed one included (its
+/// shutdown may not have stopped it yet), is moved to the error state too (which waits for a
+/// shutdown under way).
 fn fence_device(dev: &IbDev, ctx: &ProcessCtx) {
     let idle = dev.idle.lock();
     let Some(idle) = idle.as_ref() else { return };
+    let mut qps = listed_qps(dev, ctx);
     let Ok(waiter) = Waiter::new() else {
-        // No memory for the waiter: the slow way, one QP at a time to the error state.
-        for q in listed_qps(dev, ctx) {
+        // No memory for the waiter: the slow way, every QP to the error state.
+        for (q, _) in qps.iter() {
             q.fail(ctx);
         }
         return;
     };
     // Fences are posted under `idle`, held until every one of them completed: no QP has
     // another's out (`EBUSY`), and one that is pending below is this round's.
-    let qps = listed_qps(dev, ctx);
-    for q in qps.iter() {
-        if q.post_fence(idle, &waiter).is_ok() {
-            stats::inc(Stat::RsIbMrFence);
+    for (q, _) in qps.iter() {
+        match q.post_fence(idle, &waiter) {
+            Ok(()) => stats::inc(Stat::RsIbMrFence),
+            Err(e) if e == crate::bindings::net::enotconn() => {}
+            Err(_) => q.fail(ctx),
         }
     }
     waiter.arrive();
-    // The test build's knob: as if the bound had passed at once (a QP whose fence has not
-    // completed yet is treated as stalled; not even a zero-time wait, which sleeps a tick).
-    if !testhooks::ib_fence_expire() && waiter.wait(FENCE_MS, ctx) {
-        return;
-    }
-    for q in qps.iter().filter(|q| q.fence_pending()) {
-        stats::inc(Stat::RsIbMrFenceStalled);
-        q.fail(ctx);
-    }
-    let mut waited = 0u32;
-    while !waiter.wait(FENCE_MS, ctx) {
-        waited += 1;
-        pr_warn!(
-            "a QP of an iWARP device has not flushed a fence after {} s\n",
-            (waited + 1) * FENCE_MS / 1000
-        );
+    // The test build's knob: as if a first bound had passed at once with no progress (not
+    // even a zero-time wait, which sleeps a tick).
+    let mut expire = testhooks::ib_fence_expire();
+    let mut rounds = 0u32;
+    loop {
+        if !expire && waiter.wait(FENCE_MS, ctx) {
+            return;
+        }
+        for (q, last) in qps.iter_mut() {
+            if *last == u64::MAX || !q.fence_pending() {
+                continue;
+            }
+            let now = q.send_progress();
+            if expire || now == *last {
+                stats::inc(Stat::RsIbMrFenceStalled);
+                q.fail(ctx);
+                // Its flush completes the fence.
+                *last = u64::MAX;
+            } else {
+                *last = now;
+            }
+        }
+        expire = false;
+        rounds += 1;
+        if rounds % 15 == 0 {
+            pr_warn!(
+                "fences on an iWARP device still out after {} s\n",
+                rounds * FENCE_MS / 1000
+            );
+        }
     }
 }
 
-/// The QPs listed on `dev` now (all of them: without memory for the list, it tries again).
-fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<Arc<Qp<Keep>>> {
+/// The QPs listed on `dev` now, each with its send-side progress (all of them: without memory
+/// for the list, it tries again).
+fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<(Arc<Qp<Keep>>, u64)> {
     let mut v = KVec::new();
     loop {
         let want = dev.qps.lock().iter().count();
@@ -526,7 +547,7 @@ fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<Arc<Qp<Keep>>> {
         }
         for (_, q) in qps.iter() {
             // Room was reserved.
-            let _ = v.push(q.clone(), GFP_ATOMIC);
+            let _ = v.push((q.clone(), q.send_progress()), GFP_ATOMIC);
         }
         return v;
     }
@@ -1403,7 +1424,8 @@ impl Qpr {
             dev.paths.fetch_add(1, Ordering::AcqRel);
             PathToken(dev.clone())
         };
-        let cap = dev.attrs.max_qp_wr.saturating_sub(1).max(4);
+        // The send queue also takes the ack-only frame and a fence.
+        let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
         let send_wr = if dev.attrs.iwarp {
             SEND_WR_IWARP
         } else {
