@@ -1970,21 +1970,39 @@ fn ipv6(r: &mut Report) -> Result<(), String> {
 /// connection from SADDR to CADDR. Checks are named `ib_rdma_NAME_...`: the transfers and
 /// remote offsets of the loopback suite (1 B to 1 MiB, 1 to 512 iovecs, data and guards
 /// checked), the ordering claim over many operations, and the peer's refusals.
-pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
+/// The sockets of an `ib-*` subcommand given `CADDR SADDR NAME` (`args`; `usage` otherwise)
+/// on ports `port` and `port + 1`, with the check prefix `ib_rdma_NAME_`, connected by a first
+/// message (check `connect`); and whether NAME names an iWARP device's run (siw).
+fn ib_env(
+    r: &mut Report,
+    args: &[&str],
+    usage: &str,
+    port: u16,
+    connect: &str,
+) -> Result<(Env, bool), String> {
     let [ca, sa, name] = args else {
-        return Err("usage: rds-tests ib-rdma CADDR SADDR NAME".into());
+        return Err(usage.into());
     };
     let ca: std::net::IpAddr = ca.parse().map_err(|_| format!("bad address {ca}"))?;
     let sa: std::net::IpAddr = sa.parse().map_err(|_| format!("bad address {sa}"))?;
     r.set_prefix(&format!("ib_rdma_{name}_"));
-    let mut e = Env::new(SocketAddr::new(ca, 4740), SocketAddr::new(sa, 4741))?;
-    // The connection comes up with a first message.
+    let e = Env::new(SocketAddr::new(ca, port), SocketAddr::new(sa, port + 1))?;
     e.s.send_to(b"hello", e.ca)
         .map_err(|err| format!("first send: {err}"))?;
-    r.expect("connect", &got(&e.c), "got=hello");
+    r.expect(connect, &got(&e.c), "got=hello");
+    Ok((e, name.starts_with("siw")))
+}
+
+pub(crate) fn ib_run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     // siw (iWARP): registrations are fast registrations of at most 256 pages, and there are
     // no atomics.
-    let iwarp = name.starts_with("siw");
+    let (mut e, iwarp) = ib_env(
+        r,
+        args,
+        "usage: rds-tests ib-rdma CADDR SADDR NAME",
+        4740,
+        "connect",
+    )?;
     transfers_with(r, &mut e, if iwarp { Some(256) } else { None })?;
     remote_offsets(r, &mut e)?;
     if iwarp {
@@ -2587,33 +2605,27 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
 /// `rds-tests ib-free-race CADDR SADDR NAME`: registrations freed while a peer reads them
 /// ([`ib_free_during_read`]; on iWARP also [`ib_free_stalled`]).
 pub(crate) fn ib_free_race(r: &mut Report, args: &[&str]) -> Result<(), String> {
-    let [ca, sa, name] = args else {
-        return Err("usage: rds-tests ib-free-race CADDR SADDR NAME".into());
-    };
-    let ca: std::net::IpAddr = ca.parse().map_err(|_| format!("bad address {ca}"))?;
-    let sa: std::net::IpAddr = sa.parse().map_err(|_| format!("bad address {sa}"))?;
-    r.set_prefix(&format!("ib_rdma_{name}_"));
-    let iwarp = name.starts_with("siw");
-    {
-        let mut e = Env::new(SocketAddr::new(ca, 4742), SocketAddr::new(sa, 4743))?;
-        e.s.send_to(b"hello", e.ca)
-            .map_err(|err| format!("first send: {err}"))?;
-        r.expect("race_connect", &got(&e.c), "got=hello");
-        let fences0 = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")?;
-        ib_free_during_read(r, &mut e)?;
-        let fences = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")? - fences0;
-        // On iWARP a deregistration fences the QPs of the device (this connection's end, while
-        // it is up); on IB and RoCE nothing needs a fence.
-        r.expect(
-            "free_mr_fenced",
-            if fences > 0 { "yes" } else { "no" },
-            if iwarp { "yes" } else { "no" },
-        );
-        if iwarp {
-            ib_free_stalled(r, &mut e)?;
-        }
-        Ok(())
+    let (mut e, iwarp) = ib_env(
+        r,
+        args,
+        "usage: rds-tests ib-free-race CADDR SADDR NAME",
+        4742,
+        "race_connect",
+    )?;
+    let fences0 = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")?;
+    ib_free_during_read(r, &mut e)?;
+    let fences = crate::ib_mr::counter(&e.c, "rs_ib_mr_fence")? - fences0;
+    // On iWARP a deregistration fences the QPs of the device (this connection's end, while it
+    // is up); on IB and RoCE nothing needs a fence.
+    r.expect(
+        "free_mr_fenced",
+        if fences > 0 { "yes" } else { "no" },
+        if iwarp { "yes" } else { "no" },
+    );
+    if iwarp {
+        ib_free_stalled(r, &mut e)?;
     }
+    Ok(())
 }
 
 /// `RDS_FREE_MR` (with `RDS_RDMA_INVALIDATE`) while a peer's RDMA reads of the
