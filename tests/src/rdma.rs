@@ -2602,6 +2602,22 @@ pub(crate) fn ib_flood(r: &mut Report, args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// An operation on `len` bytes of registration `cookie` from its start, with one local piece
+/// of `len` bytes at `local`.
+fn one_piece(cookie: u64, local: u64, len: usize, flags: u64, token: u64) -> Op {
+    Op {
+        cookie,
+        remote_addr: 0,
+        remote_bytes: len as u64,
+        local: vec![RdsIovec {
+            addr: local,
+            bytes: len as u64,
+        }],
+        flags,
+        token,
+    }
+}
+
 /// `rds-tests ib-free-race CADDR SADDR NAME`: registrations freed while a peer reads them
 /// ([`ib_free_during_read`]; on iWARP also [`ib_free_stalled`]).
 pub(crate) fn ib_free_race(r: &mut Report, args: &[&str]) -> Result<(), String> {
@@ -2647,17 +2663,7 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
         let mut tokens = Vec::new();
         for k in 0..READS {
             let token = e.tok();
-            let op = Op {
-                cookie,
-                remote_addr: 0,
-                remote_bytes: LEN as u64,
-                local: vec![RdsIovec {
-                    addr: smem.at(k * LEN),
-                    bytes: LEN as u64,
-                }],
-                flags: RDS_RDMA_NOTIFY_ME,
-                token,
-            };
+            let op = one_piece(cookie, smem.at(k * LEN), LEN, RDS_RDMA_NOTIFY_ME, token);
             rdma_op(&e.s, &e.ca, &op, b"race", None, 0)
                 .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
             tokens.push(token);
@@ -2805,17 +2811,7 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
             .map_err(|err| format!("GET_MR: {err}"))?;
     smem.fill(0xEE);
     let token = e.tok();
-    let op = Op {
-        cookie,
-        remote_addr: 0,
-        remote_bytes: LEN as u64,
-        local: vec![RdsIovec {
-            addr: smem.at(0),
-            bytes: LEN as u64,
-        }],
-        flags: RDS_RDMA_NOTIFY_ME,
-        token,
-    };
+    let op = one_piece(cookie, smem.at(0), LEN, RDS_RDMA_NOTIFY_ME, token);
     rdma_op(&e.s, &e.ca, &op, b"stall", None, 0)
         .map_err(|err| format!("sendmsg: {}", err_name(&err)))?;
     std::fs::write(KNOB, "1").map_err(|err| format!("{KNOB}: {err}"))?;
@@ -2865,17 +2861,7 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
         e.c.get_mr(cmem.at(0), 4096, 0)
             .map_err(|err| format!("GET_MR: {err}"))?;
     let token = e.tok();
-    let op = Op {
-        cookie,
-        remote_addr: 0,
-        remote_bytes: 4096,
-        local: vec![RdsIovec {
-            addr: smem.at(0),
-            bytes: 4096,
-        }],
-        flags: RDS_RDMA_NOTIFY_ME,
-        token,
-    };
+    let op = one_piece(cookie, smem.at(0), 4096, RDS_RDMA_NOTIFY_ME, token);
     let sent = rdma_op(&e.s, &e.ca, &op, b"after", None, 0);
     // The connection may still be coming back (at most 30 s).
     let t0 = Instant::now();
