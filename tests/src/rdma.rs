@@ -2618,6 +2618,16 @@ fn one_piece(cookie: u64, local: u64, len: usize, flags: u64, token: u64) -> Op 
     }
 }
 
+/// New memory holding `data`, registered (read-only) by the client: the memory and the cookie.
+fn registered(e: &Env, data: &[u8]) -> Result<(RdmaMem, u64), String> {
+    let mem = RdmaMem::new(data.len()).map_err(|e| format!("mmap: {e}"))?;
+    mem.write(0, data);
+    let cookie =
+        e.c.get_mr(mem.at(0), data.len() as u64, 0)
+            .map_err(|err| format!("GET_MR: {err}"))?;
+    Ok((mem, cookie))
+}
+
 /// `rds-tests ib-free-race CADDR SADDR NAME`: registrations freed while a peer reads them
 /// ([`ib_free_during_read`]; on iWARP also [`ib_free_stalled`]).
 pub(crate) fn ib_free_race(r: &mut Report, args: &[&str]) -> Result<(), String> {
@@ -2695,11 +2705,7 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let mut bad = Vec::new();
     for round in 0..ROUNDS {
         let data = pattern(LEN, 700 + round as u64);
-        let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
-        cmem.write(0, &data);
-        let cookie =
-            e.c.get_mr(cmem.at(0), LEN as u64, 0)
-                .map_err(|err| format!("GET_MR: {err}"))?;
+        let (cmem, cookie) = registered(e, &data)?;
         smem.fill(0xEE);
         let tokens = send_reads(e, cookie)?;
         let delay = span * round as u32 / ROUNDS as u32;
@@ -2804,11 +2810,7 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
         .map_err(|err| format!("send: {err}"))?;
     r.expect("stall_connected", &got(&e.c), "got=ready");
     let data = pattern(LEN, 900);
-    let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
-    cmem.write(0, &data);
-    let cookie =
-        e.c.get_mr(cmem.at(0), LEN as u64, 0)
-            .map_err(|err| format!("GET_MR: {err}"))?;
+    let (cmem, cookie) = registered(e, &data)?;
     smem.fill(0xEE);
     let token = e.tok();
     let op = one_piece(cookie, smem.at(0), LEN, RDS_RDMA_NOTIFY_ME, token);
