@@ -1626,9 +1626,10 @@ impl<K> Slots<K> {
 /// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
 /// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
 /// one for a fence ([`Qp::post_fence`]), and `nrecv` receive slots (a header buffer and a 4 KiB
-/// page each). Completions of every slot but the fence's go to `handler` with the slot's tag. Posting is refused once [`Qp::close`]d; the
-/// object must be shut down ([`Qp::shutdown`]) before it goes (its `Drop` does it otherwise),
-/// which drains the QP so that no request names its slots any more.
+/// page each). Completions of every slot but the fence's go to `handler` with the slot's tag.
+/// Posting is refused once [`Qp::close`]d; the object must be shut down ([`Qp::shutdown`])
+/// before it goes (its `Drop` does it otherwise), which drains the QP so that no request names
+/// its slots any more.
 ///
 /// # Invariants
 ///

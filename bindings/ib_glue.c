@@ -243,7 +243,7 @@ void rds_rs_ib_frmr_free(struct rds_rs_frmr *f)
 	kfree(f);
 }
 
-/* An MR of the PD that is never made valid: the target of fence LOCAL_INVs (rds_rs_ib_post_fence). */
+/* An MR of the PD that is never made valid: what fences invalidate (rds_rs_ib_post_fence). */
 struct ib_mr *rds_rs_ib_alloc_idle_mr(struct ib_pd *pd, u32 *rkey)
 {
 	struct ib_mr *mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);

@@ -18,8 +18,8 @@
  *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
  *                    before it publishes the path (widens the window of a destroy)
  *   ib_fence_expire  non-zero: the next fences after a deregistration on an iWARP device
- *                    are not waited for (as if their bound had passed; read back as 0 once
- *                    consumed)
+ *                    are treated as overdue at once (as if their QPs had made no progress
+ *                    for the bound); read back as 0 once consumed
  *   reset            write anything: every connection is reset (dropped and reconnected)
  *   inject           write [laddr 16][faddr 16][tos 1][header 48][payload]: a frame arrives
  *                    on that loopback connection of the initial namespace

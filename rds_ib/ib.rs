@@ -153,8 +153,8 @@ pub(crate) struct IbDev {
     attrs: DevAttrs,
     lkey: u32,
     /// iWARP: the MR that fences invalidate (`fence_device`, which holds the lock while its
-    /// fences are out); dropped by `remove` once no QP is left, before the PD (and declared before it, so that
-    /// it also goes first if the device is dropped unlisted). Lock order:
+    /// fences are out); dropped by `remove` once no QP is left, before the PD (and declared
+    /// before it, so that it also goes first if the device is dropped unlisted). Lock order:
     /// after a registration's cell, before `pd` and a QP's `life`.
     #[pin]
     idle: Mutex<Option<IdleMr>>,
@@ -254,13 +254,13 @@ impl IbClient for Client {
         // ones see `removing`).
         let mut svc = data.service.lock();
         frwr::teardown(svc.take(), &ctx);
-        // The registrations still on the device are revoked (their owners' handles stay, and
-        // find nothing to deregister), then the PD goes. Holding the PD's lock (and the
-        // service's) keeps new registrations out meanwhile.
         // No QP is left to name the idle MR (a fence in progress finished: it holds the lock
         // until its QPs answered or were drained). Lock order: `idle` before `pd`.
         let idle = data.idle.lock().take();
         drop(idle);
+        // The registrations still on the device are revoked (their owners' handles stay, and
+        // find nothing to deregister), then the PD goes. Holding the PD's lock (and the
+        // service's) keeps new registrations out meanwhile.
         let mut pd = data.pd.lock();
         let mrs = core::mem::replace(&mut *data.mrs.lock(), RBTree::new());
         let mut revoked = 0;
