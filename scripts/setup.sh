@@ -10,6 +10,7 @@ DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang libclang-dev lld llvm
   qemu-system-x86 iproute2 rdma-core ibverbs-utils rdmacm-utils perftest
   ibverbs-providers libibverbs-dev librdmacm-dev   # rxe/siw providers; badpeer's verbs headers
   python3-pip python3-venv busybox-static rsync
+  linux-perf tcpdump iputils-ping   # profiles in the guests; the kernel's RDS selftest
   python3-matplotlib)   # the chart of `make bench`
 
 missing=()

@@ -9,6 +9,7 @@ process group, by its own pid) when it overruns.
                 -- GUEST-COMMAND...
   harness.py two --kernel KDIR --out DIR [--timeout S] --port P --a "CMD" --b "CMD"
   harness.py judge DIR...       (count results of finished runs; used by scripts/test.sh)
+  harness.py times DIR...       (where a finished run's time went, from the guests' timelines)
 
 Result files a guest writes into its out directory:
   *.tap         lines "ok NAME OBSERVATION" / "not ok NAME OBSERVATION: WHY"
@@ -45,6 +46,13 @@ BAD_LOG = [
 # Console lines that come from the kernel (vng prints messages of its own there too).
 KERNEL_LINE = re.compile(r"^\[\s*\d+\.\d+\]")
 BAD_RE = re.compile("|".join(BAD_LOG))
+
+
+def stamp_start(out):
+    """Starts a guest's timeline with the host's clock at its boot."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "timeline.txt"), "w") as f:
+        f.write(f"{time.time():.3f} - host: guest starts\n")
 
 
 def run_guests(specs, timeout, listen_port=None):
@@ -123,6 +131,7 @@ def cmd_one(a):
     os.makedirs(a.out, exist_ok=True)
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
+    stamp_start(a.out)
     t0 = time.monotonic()
     codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
                                   qemu_opts=a.qemu_opts),
@@ -142,6 +151,7 @@ def cmd_two(a):
         qemu = (f"-netdev socket,id=rl,{role}=127.0.0.1:{a.port} "
                 f"-device virtio-net-pci,netdev=rl,mac={mac}")
         print(f"    guest {side}: {cmd} (bound {a.timeout}s)", flush=True)
+        stamp_start(out)
         # One vCPU each: the two guests share the host's two cores.
         extra = a.append + (a.append_a if side == "a" else [])
         specs.append((vng_argv(a.kernel, out, cmd, qemu, name=f"rds-rs-{side}", cpus=1,
@@ -155,6 +165,8 @@ def cmd_two(a):
 
 
 def record_guest_status(out, name, code, secs, bound):
+    with open(os.path.join(out, "timeline.txt"), "a") as f:
+        f.write(f"{time.time():.3f} - host: guest exited after {secs:.0f}s\n")
     with open(os.path.join(out, "vm.tap"), "w") as f:
         if code is None:
             f.write(f"not ok {name}_finished killed: did not finish within {bound}s\n")
@@ -292,6 +304,59 @@ def judge(dirs, expect=()):
     return passed, failed
 
 
+def timeline(d):
+    """[(host_time, what)] of a guest's timeline.txt, in order."""
+    rows = []
+    p = os.path.join(d, "timeline.txt")
+    if not os.path.exists(p):
+        return rows
+    for line in open(p, errors="replace"):
+        parts = line.rstrip("\n").split(" ", 2)
+        if len(parts) == 3:
+            try:
+                rows.append((float(parts[0]), parts[2]))
+            except ValueError:
+                pass
+    return rows
+
+
+def cmd_times(a):
+    """Prints, per guest, when it booted, each step's length and the gaps between steps (the
+    time no test program ran: boots, set-up, sleeps, waits for the other guest)."""
+    t_first = min((r[0][0] for r in map(timeline, a.dirs) if r), default=0.0)
+    for d in a.dirs:
+        rows = timeline(d)
+        if not rows:
+            print(f"{d}: no timeline")
+            continue
+        print(f"{os.path.relpath(d)}: from +{rows[0][0] - t_first:.0f}s to +{rows[-1][0] - t_first:.0f}s"
+              f" ({rows[-1][0] - rows[0][0]:.0f}s)")
+        steps, scripts, last = {}, {}, rows[0][0]
+        for t, what in rows:
+            kind, _, name = what.partition(" ")
+            if kind in ("start", "begin") and not steps and t - last >= 1:
+                print(f"  {t - last:7.1f}s  (no test program running)")
+            if kind == "start":
+                steps[name] = t
+            elif kind == "begin":
+                scripts[name] = t
+                last = t
+            elif kind == "stop" and name in steps:
+                print(f"  {t - steps.pop(name):7.1f}s  {name}")
+                last = t
+            elif kind == "end" and name in scripts:
+                if t - last >= 1:
+                    print(f"  {t - last:7.1f}s  (no test program running)")
+                print(f"  {t - scripts.pop(name):7.1f}s  = script {name}")
+                last = t
+            elif kind == "host:":
+                if "starts" not in name:
+                    print(f"  {t - last:7.1f}s  (after the last script: {name})")
+                last = t
+            else:
+                print(f"  {'':7}   {what}")
+
+
 def cmd_judge(a):
     passed, failed = judge(a.dirs, a.expect)
     print(f"guest: {passed} passed, {failed} failed")
@@ -326,8 +391,10 @@ def main():
     jd.add_argument("--expect", action="append", default=[],
                     help="DIR/FILE.tap:NAME that must be present (repeatable)")
     jd.add_argument("dirs", nargs="+")
+    tm = sub.add_parser("times")
+    tm.add_argument("dirs", nargs="+")
     a = ap.parse_args()
-    {"one": cmd_one, "two": cmd_two, "judge": cmd_judge}[a.mode](a)
+    {"one": cmd_one, "two": cmd_two, "judge": cmd_judge, "times": cmd_times}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,12 @@
 kmemleak=/sys/kernel/debug/kmemleak
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 
+# tl WHAT: one line of this guest's timeline (OUT/timeline.txt: host clock, guest uptime,
+# what began or ended), read by `harness.py times` to say where the time of a run goes.
+tl() { echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $*" >> "$OUT/timeline.txt"; }
+tl "begin $(basename "$0")"
+trap 'tl "end $(basename "$0")"' EXIT
+
 # tap FILE ok|not NAME OBSERVATION [WHY]   (multi-line text is flattened to one line)
 tap() {
   local f=$1 res=$2 name=$3 obs=${4:-} why=${5:-}
@@ -58,11 +64,13 @@ kmemleak_clear() {
 kmemleak_report() {
   case "${CHAINED:-}" in before|middle) return 0 ;; esac  # the last step of the guest reports
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
+  tl "start kmemleak"
   sleep 6
   if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
     echo "kmemleak scan failed (kmemleak disabled?)" > "$OUT/kmemleak.txt"; return
   fi
   cat $kmemleak > "$OUT/kmemleak.txt"
+  tl "stop kmemleak"
 }
 
 # The kernel log, once per guest (the last step writes it).
@@ -74,7 +82,9 @@ collect_dmesg() {
 # run_prog TAPFILE-FOR-ERRORS NAME CMD... : runs a test program; a non-zero exit is a failure.
 run_prog() {
   local f=$1 name=$2; shift 2
+  tl "start $name"
   "$@"; local rc=$?
+  tl "stop $name"
   [ $rc -eq 0 ] || tap "$f" not "${name}_exit" "rc=$rc" "test program failed"
 }
 

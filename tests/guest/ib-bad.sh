@@ -143,6 +143,7 @@ run_soft() {
         # the connection (conn_reset) and delivers nothing.
         rise=conn_reset
       fi
+      tl "start bad_${soft}_$sc"
       "$INFO" -c > "$log/counters-$sc.before"
       count_msgs "$log/recv.log"; m0=$MSGS
       now_ms; t0=$NOW
@@ -229,6 +230,7 @@ run_soft() {
       [ "$p1" -gt "$p0" ] || why+=("the background ping-pong stalled at $p0 round trips")
       if [ ${#why[@]} -eq 0 ]; then tap $F ok "ib_bad_${soft}_$sc" "$obs"
       else tap $F not "ib_bad_${soft}_$sc" "$obs" "$(IFS=';'; echo "${why[*]}")"; fi
+      tl "stop bad_${soft}_$sc"
     done
   fi
 

@@ -81,6 +81,7 @@ rxe1_readd() {
 # crossed it.
 fault() {
   local name=$1 ab0 ba0 ab1 ba1 r0 r1 why=
+  tl "start fault_$name"
   ab0=$(got ab) ba0=$(got ba) r0=$(counter conn_reset)
   case $name in
     link_down_up)
@@ -101,6 +102,7 @@ fault() {
   echo "# fault $name: $obs" >> "$OUT/faults.log"
   if [ -z "$why" ]; then tap $F ok "ib_fault_rxe_$name" "$obs"
   else tap $F not "ib_fault_rxe_$name" "$obs" "$why"; fi
+  tl "stop fault_$name"
 }
 
 # short_stream NAME PORT COUNT: COUNT messages from A to B on PORT (every one exactly once,

@@ -67,7 +67,8 @@ if [ $loaded_ok -eq 0 ]; then
   meet() {
     echo done > "$OUT/pair-r$1"
     [ $met -eq 1 ] || return 1
-    for _ in $(seq 3600); do [ -e "$PEER_OUT/pair-r$1" ] && return 0; sleep 0.5; done
+    tl "start meet_r$1"
+    for _ in $(seq 3600); do [ -e "$PEER_OUT/pair-r$1" ] && { tl "stop meet_r$1"; return 0; }; sleep 0.5; done
     tap harness.tap not "pair_meet_r$1" none "the other guest never finished round $1"
     met=0; return 1
   }
