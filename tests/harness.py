@@ -8,6 +8,8 @@ process group, by its own pid) when it overruns.
   harness.py one --kernel KDIR --out DIR [--timeout S] [--cpus N] [--qemu-opts OPTS]
                 -- GUEST-COMMAND...
   harness.py two --kernel KDIR --out DIR [--timeout S] --port P --a "CMD" --b "CMD"
+  harness.py pool --kernel KDIR --out DIR [--timeout S] [--port P --pair-a "CMD" --pair-b "CMD"]
+                [--guest NAME=CMD ...]
   harness.py judge DIR...       (count results of finished runs; used by scripts/test.sh)
   harness.py times DIR...       (where a finished run's time went, from the guests' timelines)
 
@@ -30,8 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("RDS_RS_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rds-rs")
 VNG = os.path.join(CACHE, "tools/venv/bin/vng")
-# vng runs its helpers (virtme-run, ...) from PATH.
-os.environ["PATH"] = os.path.dirname(VNG) + os.pathsep + os.environ.get("PATH", "")
+BOOT_QEMU = os.path.join(HERE, "guest/boot/qemu")
+# vng runs its helpers (virtme-run, ...) and virtiofsd (scripts/setup.sh installs it in the
+# tools' bin) from PATH.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(VNG), os.path.join(CACHE, "tools/bin"),
+                                      os.environ.get("PATH", "")])
 
 # Kernel log lines that fail a run: crashes, warnings, sanitizer and lockdep reports, leaks,
 # hangs. Matched anywhere in a line of the console or dmesg.
@@ -55,39 +60,89 @@ def stamp_start(out):
         f.write(f"{time.time():.3f} - host: guest starts\n")
 
 
-def run_guests(specs, timeout, listen_port=None):
-    """Starts one vng process per (argv, logfile) spec, each in its own process group, and waits
-    for all of them within `timeout` seconds. Returns the exit codes (None = killed). With
-    `listen_port`, later guests start only once the first listens on that port."""
-    procs = []
-    deadline = time.monotonic() + timeout
-    codes = []
+def run_guests(specs, timeout, listen_port=None, most=None):
+    """Runs one vng process per (argv, logfile) spec, each in its own process group, at most
+    `most` at a time (all at once when None), in the order given, each within `timeout`
+    seconds of its start; returns the exit codes (None = killed). With `listen_port`, the first
+    two specs are the two guests of a socket link: they start together (the second once the
+    first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
+    beside its log at once, so that a guest waiting for it (at a meeting of the two-guest
+    rounds) stops waiting, and the harness reports each exit as it happens, with the host CPU
+    time the guest took."""
+    n = len(specs)
+    most = n if most is None else max(most, 2 if listen_port is not None else 1)
+    procs, files, started = [None] * n, [], [None] * n
+    codes = [None] * n
+    t0 = time.monotonic()
+
+    def out_of(i):
+        return os.path.dirname(specs[i][1])
+
+    def start(i):
+        argv, log = specs[i]
+        stamp_start(out_of(i))
+        f = open(log, "wb")
+        files.append(f)
+        procs[i] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        started[i] = time.monotonic()
+
+    def kill(i, why):
+        p = procs[i]
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        with open(os.path.join(out_of(i), "guest-exited"), "w") as f:
+            f.write("killed\n")
+        print(f"    guest {os.path.basename(out_of(i))} killed {why}", flush=True)
+
     try:
-        for i, (argv, log) in enumerate(specs):
-            if i > 0 and listen_port is not None and not wait_listening(listen_port, deadline):
+        waiting = list(range(n))
+        if listen_port is not None and n > 1:
+            start(0)
+            if not wait_listening(listen_port, time.monotonic() + timeout):
                 raise RuntimeError(f"nothing listens on 127.0.0.1:{listen_port}")
-            f = open(log, "wb")
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
-            procs.append((p, f))
-        for p, f in procs:
-            left = max(0.0, deadline - time.monotonic())
-            try:
-                codes.append(p.wait(timeout=left))
-            except subprocess.TimeoutExpired:
-                codes.append(None)
+            start(1)
+            waiting = waiting[2:]
+        running = {i for i in range(n) if procs[i] is not None}
+        while running or waiting:
+            while waiting and len(running) < most:
+                i = waiting.pop(0)
+                start(i)
+                running.add(i)
+            for i in sorted(running):
+                # wait4 rather than poll: its rusage is the CPU time the guest (vng and the QEMU
+                # it waited for) took, for `harness.py times`.
+                pid, status, usage = os.wait4(procs[i].pid, os.WNOHANG)
+                if pid == 0:
+                    if time.monotonic() - started[i] > timeout:
+                        kill(i, f"at its bound ({timeout}s)")
+                        running.discard(i)
+                    continue
+                code = os.waitstatus_to_exitcode(status)
+                procs[i].returncode = code
+                running.discard(i)
+                codes[i] = code
+                cpu = usage.ru_utime + usage.ru_stime
+                with open(os.path.join(out_of(i), "guest-exited"), "w") as f:
+                    f.write(f"{code}\n")
+                with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+                    f.write(f"{time.time():.3f} - host: cpu {cpu:.0f}s\n")
+                print(f"    guest {os.path.basename(out_of(i))} finished after "
+                      f"{time.monotonic() - started[i]:.0f}s (at +{time.monotonic() - t0:.0f}s), "
+                      f"{cpu:.0f}s of host CPU (exit {code})", flush=True)
+            time.sleep(0.5)
     finally:
-        # Every guest still running (overran, or the harness itself is being stopped) is killed
-        # with its whole process group, by its own pid.
-        for p, f in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
+        # Every guest still running (the harness itself is being stopped) is killed with its
+        # whole process group, by its own pid.
+        for i, p in enumerate(procs):
+            if p is not None and p.returncode is None and codes[i] is None:
+                kill(i, "(the harness stopped)")
+        for f in files:
             f.close()
-    return codes + [None] * (len(specs) - len(codes))
+    return codes
 
 
 def wait_listening(port, deadline):
@@ -105,13 +160,27 @@ def wait_listening(port, deadline):
 
 
 def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=(),
-             qemu_opts=None):
+             qemu_opts=None, rwdirs=()):
     bz = os.path.join(kernel, "arch/x86/boot/bzImage")
     if not os.path.exists(bz):
         sys.exit(f"harness: no kernel image at {bz}")
+    # tests/guest/boot/qemu runs QEMU with tests/guest/boot/init in front of virtme-ng-init,
+    # which takes udev and systemd-tmpfiles out of the boot (see there).
     argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "384M", "--name", name,
-            "--rwdir", out, "--verbose", "--append", "kmemleak=on",
-            "--append", "udev.children_max=1"]
+            "--qemu", BOOT_QEMU, "--rwdir", out, "--verbose", "--append", "kmemleak=on"]
+    # The host's root is exported read-only with a guest cache that never revalidates; a
+    # directory another guest writes into while this one reads it (the other side of a socket
+    # link) is mounted as a read-write directory of its own, which is revalidated.
+    for d in rwdirs:
+        argv += ["--rwdir", d]
+    if not qemu_opts:
+        # Guest time from the HPET, which QEMU keeps in step with the host's clock. The TSC's
+        # rate is calibrated at boot against the PIT or the HPET, and on a busy host that
+        # measurement can be far off (seen: 462 MHz for a 2.44 GHz TSC): the guest's clock then
+        # ran five times too fast, and every timeout inside it expired five times too early.
+        # (Under `make bench`'s instruction counter guest time is instructions, whatever the
+        # clock source; those guests keep the kernel's choice.)
+        argv += ["--append", "clocksource=hpet"]
     for arg in append:
         argv += ["--append", arg]
     if extra_qemu:
@@ -131,7 +200,6 @@ def cmd_one(a):
     os.makedirs(a.out, exist_ok=True)
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
-    stamp_start(a.out)
     t0 = time.monotonic()
     codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
                                   qemu_opts=a.qemu_opts),
@@ -141,8 +209,44 @@ def cmd_one(a):
 
 
 def cmd_two(a):
+    specs = pair_specs(a, a.a, a.b)
+    t0 = time.monotonic()
+    codes = run_guests(specs, a.timeout, listen_port=a.port)
+    for side, code in zip("ab", codes):
+        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
+                            time.monotonic() - t0, a.timeout)
+
+
+def cmd_pool(a):
+    """Guests run side by side, one vCPU each: the two guests of a socket link (a and b, when
+    --pair-a/--pair-b are given) and any number of independent one-guest runs (--guest
+    NAME=CMD, out directory OUT/NAME). The host's cores are shared among all of them; a guest
+    that sleeps or waits leaves its share to the others."""
+    specs, names = [], []
+    if a.pair_a:
+        specs += pair_specs(a, a.pair_a, a.pair_b)
+        names += ["a", "b"]
+    for g in a.guest:
+        name, _, cmd = g.partition("=")
+        out = os.path.join(a.out, name)
+        os.makedirs(out, exist_ok=True)
+        print(f"    guest {name}: {cmd} (bound {a.timeout}s)", flush=True)
+        specs.append((vng_argv(a.kernel, out, cmd, name=f"rds-rs-{name}", cpus=1,
+                               append=a.append),
+                      os.path.join(out, "console.txt")))
+        names.append(name)
+    t0 = time.monotonic()
+    codes = run_guests(specs, a.timeout, listen_port=a.port if a.pair_a else None,
+                       most=a.most)
+    for name, code in zip(names, codes):
+        record_guest_status(os.path.join(a.out, name), f"guest_{name}", code,
+                            time.monotonic() - t0, a.timeout)
+
+
+def pair_specs(a, cmd_a, cmd_b):
+    """The vng command lines of the two guests of a socket link: a listens, b connects."""
     specs = []
-    for side, cmd, role in (("a", a.a, "listen"), ("b", a.b, "connect")):
+    for side, cmd, role in (("a", cmd_a, "listen"), ("b", cmd_b, "connect")):
         out = os.path.join(a.out, side)
         os.makedirs(out, exist_ok=True)
         mac = "52:54:00:00:00:0" + ("1" if side == "a" else "2")
@@ -151,17 +255,14 @@ def cmd_two(a):
         qemu = (f"-netdev socket,id=rl,{role}=127.0.0.1:{a.port} "
                 f"-device virtio-net-pci,netdev=rl,mac={mac}")
         print(f"    guest {side}: {cmd} (bound {a.timeout}s)", flush=True)
-        stamp_start(out)
         # One vCPU each: the two guests share the host's two cores.
         extra = a.append + (a.append_a if side == "a" else [])
+        peer = os.path.join(a.out, "b" if side == "a" else "a")
+        os.makedirs(peer, exist_ok=True)
         specs.append((vng_argv(a.kernel, out, cmd, qemu, name=f"rds-rs-{side}", cpus=1,
-                               append=extra),
+                               append=extra, rwdirs=[peer]),
                       os.path.join(out, "console.txt")))
-    t0 = time.monotonic()
-    codes = run_guests(specs, a.timeout, listen_port=a.port)
-    for side, code in zip("ab", codes):
-        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
-                            time.monotonic() - t0, a.timeout)
+    return specs
 
 
 def record_guest_status(out, name, code, secs, bound):
@@ -350,6 +451,9 @@ def cmd_times(a):
                 print(f"  {t - scripts.pop(name):7.1f}s  = script {name}")
                 last = t
             elif kind == "host:":
+                if name.startswith("cpu"):
+                    print(f"  {'':7}   host CPU time of the guest: {name[4:]}")
+                    continue
                 if "starts" not in name:
                     print(f"  {t - last:7.1f}s  (after the last script: {name})")
                 last = t
@@ -364,7 +468,15 @@ def cmd_judge(a):
         f.write(f"{passed} {failed}\n")
 
 
+def stop_on_signal(signum, _frame):
+    """SIGTERM, SIGINT and SIGHUP end the harness through its `finally` blocks, which kill the
+    guests it started (a background job's SIGINT is ignored unless set here)."""
+    raise SystemExit(f"harness: stopped by signal {signum}")
+
+
 def main():
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop_on_signal)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     one = sub.add_parser("one")
@@ -386,6 +498,20 @@ def main():
                      help="extra kernel argument for guest a only")
     two.add_argument("--a", required=True)
     two.add_argument("--b", required=True)
+    pool = sub.add_parser("pool")
+    pool.add_argument("--kernel", required=True)
+    pool.add_argument("--out", required=True)
+    pool.add_argument("--timeout", type=int, default=600)
+    pool.add_argument("--port", type=int)
+    pool.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    pool.add_argument("--append-a", action="append", default=[],
+                      help="extra kernel argument for guest a only")
+    pool.add_argument("--pair-a", help="guest a's command (listens on --port)")
+    pool.add_argument("--pair-b", help="guest b's command (connects to a)")
+    pool.add_argument("--guest", action="append", default=[], help="NAME=CMD: a one-guest run")
+    pool.add_argument("--most", type=int, default=None,
+                      help="at most this many guests at a time (default: all); the others wait "
+                           "in the order given")
     jd = sub.add_parser("judge")
     jd.add_argument("--counts", required=True)
     jd.add_argument("--expect", action="append", default=[],
@@ -394,7 +520,8 @@ def main():
     tm = sub.add_parser("times")
     tm.add_argument("dirs", nargs="+")
     a = ap.parse_args()
-    {"one": cmd_one, "two": cmd_two, "judge": cmd_judge, "times": cmd_times}[a.mode](a)
+    {"one": cmd_one, "two": cmd_two, "pool": cmd_pool, "judge": cmd_judge,
+     "times": cmd_times}[a.mode](a)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,27 @@ tl() { echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $*" >> "$OUT/timeline.
 tl "begin $(basename "$0")"
 trap 'tl "end $(basename "$0")"' EXIT
 
+# nap SECONDS: a sleep that starts no process (a read timing out on a FIFO nobody writes to):
+# a polling loop would otherwise start `sleep` ten times a second, each start a fork and an
+# exec, which on a starved TCG vCPU costs more than the wait itself.
+nap_fifo=/run/rds-rs-nap.$$
+mkfifo "$nap_fifo" && exec {NAP_FD}<>"$nap_fifo"; rm -f "$nap_fifo"
+nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
+# wait_until SECONDS COMMAND [ARGS...]: runs COMMAND every 0.1 s until it succeeds (true) or
+# SECONDS of wall time have passed (false). Bounds are in time, not in rounds: a round costs
+# more on a busy host, and a count of rounds would stretch the bound with it.
+wait_until() {
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ "$SECONDS" -ge "$end" ] && return 1
+    nap 0.1
+  done
+}
+# has FILE PATTERN: FILE has a line matching PATTERN (grep -q).
+has() { grep -q -- "$2" "$1" 2>/dev/null; }
+# gone PID: the process PID has ended.
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
 # tap FILE ok|not NAME OBSERVATION [WHY]   (multi-line text is flattened to one line)
 tap() {
   local f=$1 res=$2 name=$3 obs=${4:-} why=${5:-}
@@ -65,7 +86,7 @@ kmemleak_report() {
   case "${CHAINED:-}" in before|middle) return 0 ;; esac  # the last step of the guest reports
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
   tl "start kmemleak"
-  sleep 6
+  nap 6
   if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
     echo "kmemleak scan failed (kmemleak disabled?)" > "$OUT/kmemleak.txt"; return
   fi

@@ -112,12 +112,13 @@ run_soft() {
 
   # The bound socket that must receive only the good messages.
   "$TESTS" ib-bad recv "$SRV" "$RPORT" "$STOP" 1500 > "$log/recv.log" 2>&1 & recv_pid=$!
-  for _ in $(seq 100); do grep -q '^bound' "$log/recv.log" && break; sleep 0.1; done
+  wait_until 60 has "$log/recv.log" '^bound'
   # The other connection that must carry on.
   "$TESTS" ib-bad bg "$CLI" "$SRV" "$BGPORT" "$BGTOS" "$log/bg.progress" "$STOP" 1500 \
     > "$log/bg.log" 2>&1 &
   bg_pid=$!
-  for _ in $(seq 600); do [ "$(progress)" -ge 3 ] && break; sleep 0.1; done
+  progress_at_least() { [ "$(progress)" -ge "$1" ]; }
+  wait_until 120 progress_at_least 3
   if ! grep -q '^bound' "$log/recv.log"; then
     tap $F not "ib_bad_${soft}_receiver_start" none "$(tail -3 "$log/recv.log")"
   elif [ "$(progress)" -lt 3 ]; then
@@ -164,13 +165,13 @@ run_soft() {
       read -r _ outcome _ <<< "$result"
       # What arrives, arrives before the peer sees its connection go (rds_rs handles a
       # frame before it drops the connection); a second more for any late delivery.
-      for _ in $(seq 50); do
-        count_msgs "$log/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ] && break; sleep 0.1
-      done
+      delivered() { count_msgs "$log/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ]; }
+      wait_until 15 delivered
       # The counters that must rise may lag the peer's view under TCG (the completion that
       # counts is handled in a work item): wait for them, bounded.
-      for _ in $(seq 25); do
-        sleep 0.4
+      end=$((SECONDS + 30))
+      while [ $SECONDS -lt $end ]; do
+        nap 0.4
         "$INFO" -c > "$log/counters-$sc.after"
         [ "$rise" = - ] && break
         read_counters "$log/counters-$sc.before" C0
@@ -181,7 +182,7 @@ run_soft() {
         done
         [ $up -eq 1 ] && break
       done
-      sleep 0.6
+      nap 0.6
       "$INFO" -c > "$log/counters-$sc.after"
       read_counters "$log/counters-$sc.before" C0
       read_counters "$log/counters-$sc.after" C1
@@ -224,7 +225,7 @@ run_soft() {
         else why+=("no ack-only frame acknowledging sequence 1 reached the peer"); fi
       fi
       # The background connection carries on: another round trip after the scenario.
-      for _ in $(seq 200); do [ "$(progress)" -gt "$p0" ] && break; sleep 0.1; done
+      wait_until 60 progress_at_least $((p0 + 1))
       p1=$(progress)
       obs+=" background+$((p1 - p0)) ${secs}ms"
       [ "$p1" -gt "$p0" ] || why+=("the background ping-pong stalled at $p0 round trips")
