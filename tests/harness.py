@@ -60,6 +60,27 @@ def stamp_start(out):
         f.write(f"{time.time():.3f} - host: guest starts\n")
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu(pgid):
+    """Host CPU seconds (user + system) of the live processes of process group `pgid` (a
+    guest's vng and its QEMU)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the command: state ppid pgrp session ... utime (12th) stime (13th).
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
 def run_guests(specs, timeout, listen_port=None, most=None):
     """Runs one vng process per (argv, logfile) spec, each in its own process group, at most
     `most` at a time (all at once when None), in the order given, each within `timeout`
@@ -89,6 +110,8 @@ def run_guests(specs, timeout, listen_port=None, most=None):
 
     def kill(i, why):
         p = procs[i]
+        with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+            f.write(f"{time.time():.3f} - host: cpu {group_cpu(p.pid):.0f}s\n")
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -107,7 +130,16 @@ def run_guests(specs, timeout, listen_port=None, most=None):
             start(1)
             waiting = waiting[2:]
         running = {i for i in range(n) if procs[i] is not None}
+        next_sample = 0.0
         while running or waiting:
+            if time.monotonic() >= next_sample:
+                # Each guest's host CPU so far, every 5 s, into its timeline: `times` reads a
+                # step's CPU from the samples around its start and end.
+                next_sample = time.monotonic() + 5
+                for i in running:
+                    with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+                        f.write(f"{time.time():.3f} - host: cpu-sample "
+                                f"{group_cpu(procs[i].pid):.1f}\n")
             while waiting and len(running) < most:
                 i = waiting.pop(0)
                 start(i)
@@ -422,40 +454,58 @@ def timeline(d):
 
 
 def cmd_times(a):
-    """Prints, per guest, when it booted, each step's length and the gaps between steps (the
-    time no test program ran: boots, set-up, sleeps, waits for the other guest)."""
+    """Prints, per guest, each step's length in wall time and in host CPU time (from the
+    harness's samples of the guest's CPU, interpolated), the gaps between steps (the time no
+    test program ran: boots, set-up, sleeps, waits for the other guest), and the guest's
+    totals."""
     t_first = min((r[0][0] for r in map(timeline, a.dirs) if r), default=0.0)
     for d in a.dirs:
         rows = timeline(d)
         if not rows:
             print(f"{d}: no timeline")
             continue
+        samples = [(t, float(w.split()[2])) for t, w in rows if w.startswith("host: cpu-sample")]
+        final = [float(w.split()[2].rstrip("s")) for t, w in rows
+                 if w.startswith("host: cpu ")]
+        if final:
+            samples.append((max(t for t, _ in rows), final[-1]))
+
+        samples.insert(0, (rows[0][0], 0.0))
+
+        def cpu_at(t):
+            for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+                if t0 <= t <= t1:
+                    return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+            return samples[-1][1]
+
+        def span(t0, t1):
+            return f"{t1 - t0:7.1f}s {cpu_at(t1) - cpu_at(t0):6.1f}s cpu"
+
         print(f"{os.path.relpath(d)}: from +{rows[0][0] - t_first:.0f}s to +{rows[-1][0] - t_first:.0f}s"
-              f" ({rows[-1][0] - rows[0][0]:.0f}s)")
+              f" ({rows[-1][0] - rows[0][0]:.0f}s wall, {final[-1] if final else 0:.0f}s host CPU)")
         steps, scripts, last = {}, {}, rows[0][0]
         for t, what in rows:
             kind, _, name = what.partition(" ")
+            if what.startswith("host: cpu"):
+                continue
             if kind in ("start", "begin") and not steps and t - last >= 1:
-                print(f"  {t - last:7.1f}s  (no test program running)")
+                print(f"  {span(last, t)}  (no test program running)")
             if kind == "start":
                 steps[name] = t
             elif kind == "begin":
                 scripts[name] = t
                 last = t
             elif kind == "stop" and name in steps:
-                print(f"  {t - steps.pop(name):7.1f}s  {name}")
+                print(f"  {span(steps.pop(name), t)}  {name}")
                 last = t
             elif kind == "end" and name in scripts:
                 if t - last >= 1:
-                    print(f"  {t - last:7.1f}s  (no test program running)")
-                print(f"  {t - scripts.pop(name):7.1f}s  = script {name}")
+                    print(f"  {span(last, t)}  (no test program running)")
+                print(f"  {span(scripts.pop(name), t)}  = script {name}")
                 last = t
             elif kind == "host:":
-                if name.startswith("cpu"):
-                    print(f"  {'':7}   host CPU time of the guest: {name[4:]}")
-                    continue
                 if "starts" not in name:
-                    print(f"  {t - last:7.1f}s  (after the last script: {name})")
+                    print(f"  {span(last, t)}  (after the last script: {name})")
                 last = t
             else:
                 print(f"  {'':7}   {what}")
