@@ -81,7 +81,7 @@ def group_cpu(pgid):
     return total / CLK_TCK
 
 
-def run_guests(specs, timeout, listen_port=None, most=None):
+def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
     """Runs one vng process per (argv, logfile) spec, each in its own process group, at most
     `most` at a time (all at once when None), in the order given, each within `timeout`
     seconds of its start; returns the exit codes (None = killed). With `listen_port`, the first
@@ -89,7 +89,8 @@ def run_guests(specs, timeout, listen_port=None, most=None):
     first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
     beside its log at once, so that a guest waiting for it (at a meeting of the two-guest
     rounds) stops waiting, and the harness reports each exit as it happens, with the host CPU
-    time the guest took."""
+    time the guest took. `nice`, a list beside `specs`: each guest's niceness (its QEMU, vng
+    and virtiofsd inherit it)."""
     n = len(specs)
     most = n if most is None else max(most, 2 if listen_port is not None else 1)
     procs, files, started = [None] * n, [], [None] * n
@@ -104,8 +105,10 @@ def run_guests(specs, timeout, listen_port=None, most=None):
         stamp_start(out_of(i))
         f = open(log, "wb")
         files.append(f)
+        inc = nice[i] if nice else 0
         procs[i] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=(lambda: os.nice(inc)) if inc else None)
         started[i] = time.monotonic()
 
     def kill(i, why):
@@ -254,10 +257,11 @@ def cmd_pool(a):
     --pair-a/--pair-b are given) and any number of independent one-guest runs (--guest
     NAME=CMD, out directory OUT/NAME). The host's cores are shared among all of them; a guest
     that sleeps or waits leaves its share to the others."""
-    specs, names = [], []
+    specs, names, nice = [], [], []
     if a.pair_a:
         specs += pair_specs(a, a.pair_a, a.pair_b)
         names += ["a", "b"]
+        nice += [0, 0]
     for g in a.guest:
         name, _, cmd = g.partition("=")
         out = os.path.join(a.out, name)
@@ -267,9 +271,10 @@ def cmd_pool(a):
                                append=a.append),
                       os.path.join(out, "console.txt")))
         names.append(name)
+        nice.append(a.nice)
     t0 = time.monotonic()
     codes = run_guests(specs, a.timeout, listen_port=a.port if a.pair_a else None,
-                       most=a.most)
+                       most=a.most, nice=nice)
     for name, code in zip(names, codes):
         record_guest_status(os.path.join(a.out, name), f"guest_{name}", code,
                             time.monotonic() - t0, a.timeout)
@@ -562,6 +567,9 @@ def main():
     pool.add_argument("--most", type=int, default=None,
                       help="at most this many guests at a time (default: all); the others wait "
                            "in the order given")
+    pool.add_argument("--nice", type=int, default=0,
+                      help="niceness of the one-guest runs (--guest): beside the pair they take "
+                           "what the pair leaves of the cores, and less of what it needs")
     jd = sub.add_parser("judge")
     jd.add_argument("--counts", required=True)
     jd.add_argument("--expect", action="append", default=[],
