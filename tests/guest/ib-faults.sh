@@ -25,13 +25,16 @@ BOUND=600      # seconds any stream may take (a bound against a hang; a busy hos
 A=192.0.2.1 B=192.0.2.2
 kmemleak_clear
 
-# got NAME: how many messages the sink NAME received so far.
-got() { local n=0; read -r n 2>/dev/null < "$OUT/faults-$1.progress"; echo "${n:-0}"; }
+# got NAME: how many messages the sink NAME received so far. The predicates polled by
+# wait_until read the count into GOT instead (got_n): a subshell every 0.1 s would take the
+# streams' vCPU.
+got_n() { GOT=0; read -r GOT 2>/dev/null < "$OUT/faults-$1.progress"; GOT=${GOT:-0}; }
+got() { got_n "$1"; echo "$GOT"; }
 # counter NAME: the rds_rs counter NAME (rds-info -c).
 counter() { "$INFO" -c | awk -v n="$1" '$1 == n { print $2 }'; }
 # wait_got NAME N SECONDS: waits until sink NAME has N messages; false if it did not.
 wait_got() {
-  got_at_least() { [ "$(got "$1")" -ge "$2" ]; }
+  got_at_least() { got_n "$1"; [ "$GOT" -ge "$2" ]; }
   wait_until "$3" got_at_least "$1" "$2"
 }
 # dump_state TAG: what the module and the devices say, for a failure's post-mortem
@@ -200,7 +203,8 @@ else
   fi
   # A stream that stalls is told by its sink's bound; a snapshot while it waits.
   streams_over() {
-    { [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ]; } || { gone $sink_ab && gone $sink_ba; }
+    { got_n ab; [ "$GOT" -ge $COUNT ] && got_n ba && [ "$GOT" -ge $COUNT ]; } \
+      || { gone $sink_ab && gone $sink_ba; }
   }
   wait_until 120 streams_over
   [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ] || dump_state stalled
@@ -226,8 +230,9 @@ else
   rm -f "$OUT/flood.progress" "$OUT/flood.stop"
   "$TESTS" ib-rdma-flood $A $B "$OUT/flood.progress" "$OUT/flood.stop" \
     > "$OUT/flood.out" 2>&1 & flood=$!
-  flood_done() { local n=0; read -r n 2>/dev/null < "$OUT/flood.progress"; echo "${n:-0}"; }
-  flood_at_least() { [ "$(flood_done)" -ge "$1" ]; }
+  flood_n() { FLOOD=0; read -r FLOOD 2>/dev/null < "$OUT/flood.progress"; FLOOD=${FLOOD:-0}; }
+  flood_done() { flood_n; echo "$FLOOD"; }
+  flood_at_least() { flood_n; [ "$FLOOD" -ge "$1" ]; }
   wait_until 240 flood_at_least 300
   f0=$(flood_done) r0=$(counter conn_reset)
   why=$(rxe1_readd)
