@@ -20,6 +20,9 @@
  *   ib_fence_expire  non-zero: the next fences after a deregistration on an iWARP device
  *                    are treated as overdue at once (as if their QPs had made no progress
  *                    for the bound); read back as 0 once consumed
+ *   guess_refill_hold while non-zero, the rate limit on a socket's failed r_key lookups
+ *                    regains no tokens (its clock stands still), so a test can keep a socket
+ *                    over its rate however slowly the machine runs
  *   reset            write anything: every connection is reset (dropped and reconnected)
  *   inject           write [laddr 16][faddr 16][tos 1][header 48][payload]: a frame arrives
  *                    on that loopback connection of the initial namespace
@@ -42,10 +45,16 @@ static u32 rds_rs_ib_service_break_val;
 static u32 rds_rs_ib_route_delay_ms_val;
 static u32 rds_rs_ib_accept_delay_ms_val;
 static u32 rds_rs_ib_fence_expire_val;
+static u32 rds_rs_guess_refill_hold_val;
 
 u32 rds_rs_test_loop_hold(void)
 {
 	return READ_ONCE(rds_rs_loop_hold_val);
+}
+
+u32 rds_rs_test_guess_refill_hold(void)
+{
+	return READ_ONCE(rds_rs_guess_refill_hold_val);
 }
 
 u32 rds_rs_test_loop_ack_hold(void)
@@ -150,6 +159,8 @@ int rds_rs_testhooks_init(void)
 	rds_rs_test_dir = debugfs_create_dir("rds_rs", NULL);
 	debugfs_create_u32("loop_hold", 0600, rds_rs_test_dir, &rds_rs_loop_hold_val);
 	debugfs_create_u32("loop_ack_hold", 0600, rds_rs_test_dir, &rds_rs_loop_ack_hold_val);
+	debugfs_create_u32("guess_refill_hold", 0600, rds_rs_test_dir,
+			   &rds_rs_guess_refill_hold_val);
 	debugfs_create_u32("loop_reset_every", 0600, rds_rs_test_dir,
 			   &rds_rs_loop_reset_every_val);
 	debugfs_create_u32("loop_softirq", 0600, rds_rs_test_dir, &rds_rs_loop_softirq_val);

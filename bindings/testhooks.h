@@ -15,6 +15,7 @@ void rds_rs_testhooks_exit(void);
 /* Knobs. */
 u32 rds_rs_test_loop_hold(void);
 u32 rds_rs_test_loop_ack_hold(void);
+u32 rds_rs_test_guess_refill_hold(void);
 u32 rds_rs_test_loop_reset_every(void);
 u32 rds_rs_test_loop_softirq(void);
 u32 rds_rs_test_loop_ring(void);

@@ -129,6 +129,12 @@ mod imp {
         unsafe { raw::rds_rs_test_loop_hold() != 0 }
     }
 
+    /// `guess_refill_hold`.
+    pub(crate) fn guess_refill_hold() -> bool {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_guess_refill_hold() != 0 }
+    }
+
     /// `loop_ack_hold`.
     pub(crate) fn loop_ack_hold() -> bool {
         // SAFETY: The helper reads a static variable.
@@ -198,6 +204,11 @@ mod imp {
 
     /// `loop_hold` (off in the production build).
     pub(crate) fn loop_hold() -> bool {
+        false
+    }
+
+    /// `guess_refill_hold` (off in the production build).
+    pub(crate) fn guess_refill_hold() -> bool {
         false
     }
 

@@ -6,6 +6,10 @@
 #   scripts/quick.sh guest SCRIPT   (tests/guest/SCRIPT.sh OUT KDIR MODULE TESTS-BIN: ib-one,
 #                                    ib-faults, ib-bad)
 #   scripts/quick.sh pair           (two guests: C RDS/IB against rds_rs, tests/guest/rdma-pair.sh)
+#   scripts/quick.sh busy MODE...   (any of the above, or `test` for all of `make test`, with
+#                                    one host core kept busy meanwhile by an unrelated busy loop
+#                                    at normal priority: the harness's own test under load;
+#                                    `scripts/quick.sh busy pair` is its short form)
 # e.g. `scripts/quick.sh rdma`, `scripts/quick.sh c sendrecv,poll`,
 # `scripts/quick.sh faults load 20000 600`. QUICK_TIMEOUT bounds the guest (default 900 s);
 # results go to target/quick/IMPL-SUITES (QUICK_OUT overrides), so runs of different suites may
@@ -15,6 +19,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 cd "$top"
+if [ "${1:-}" = busy ]; then
+  shift
+  # The load: one process spinning at normal priority for as long as the run lasts, ended by
+  # its own pid whatever way the run ends.
+  bash -c 'while :; do :; done' & busy=$!
+  trap 'kill $busy 2>/dev/null' EXIT
+  info "busy loop (pid $busy) on one core for the whole run"
+  t=$SECONDS
+  rc=0
+  if [ "${1:-}" = test ]; then bash "$here/test.sh" || rc=$?; else bash "$here/quick.sh" "$@" || rc=$?; fi
+  info "with the busy loop: exit $rc after $((SECONDS - t))s"
+  exit $rc
+fi
 impl=rs
 case "${1:-}" in rs|c|guest|pair) impl=$1; shift ;; esac
 if [ "$impl" = pair ]; then suites=rdma; else

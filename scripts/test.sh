@@ -17,6 +17,8 @@ rm -rf "$res"; mkdir -p "$res"
 count() { # count NAME STATUS
   if [ "$2" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL $1"; fi
 }
+# stage TITLE: a step's title, with the time since make test began.
+stage() { step "[+$((SECONDS - t0))s] $*"; }
 finish() {
   echo "(make test took $((SECONDS - t0))s; results in $res)"
   echo "$passed passed, $failed failed"
@@ -24,78 +26,119 @@ finish() {
   exit
 }
 
+# host_checks: formatting, lints and the host's cargo tests (run while the guests run: they
+# need nothing the guests need, and the guests leave cores idle while they wait).
+host_checks() {
+  stage "host: formatting and lints"
+  cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
+  # The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
+  rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
+  count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
+  cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
+  count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
+
+  stage "host: cargo test"
+  cargo test --workspace --quiet --no-fail-fast > "$res/cargo-test.log" 2>&1; local rc=$?
+  hp=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\1/p' "$res/cargo-test.log" | paste -sd+ | bc)
+  hf=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\2/p' "$res/cargo-test.log" | paste -sd+ | bc)
+  passed=$((passed + ${hp:-0})); failed=$((failed + ${hf:-0}))
+  echo "    host: ${hp:-0} passed, ${hf:-0} failed"
+  if [ $rc -ne 0 ] && [ "${hf:-0}" -eq 0 ]; then count cargo_test_build $rc; tail -30 "$res/cargo-test.log"; fi
+  grep -E '^(---- |thread .* panicked)' "$res/cargo-test.log" | head -20
+
+  if [ -n "$kdir" ]; then
+    # The build users get (no KUnit, no test hooks) must build cleanly too; the guests load
+    # the test build (KUnit suite, debugfs hooks, loopback fault modes).
+    stage "host: rds_rs.ko as users build it"
+    bash "$here/module.sh" "$kdir" > /dev/null; count module_build $?
+  fi
+}
+
 bash "$here/setup.sh" || { count setup 1; finish; }
 
-step "host: formatting and lints"
-cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
-# The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
-rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
-count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
-cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
-count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
+# What the guests need first: the debug kernel, the test build of rds_rs.ko, the test
+# programs and the misbehaving RDS/IB peer of ib-bad.sh (C against rdma-core; target/badpeer).
+guests=
+if kdir=$(bash "$here/kernel.sh" debug); then
+  if ! module=$(bash "$here/module.sh" "$kdir" test); then count module_build_test 1
+  elif ! cargo build --release --quiet -p rds-tests -p rds-tools; then count test_programs_build 1
+  elif ! tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests \
+       || [ ! -x "$tests_bin" ]; then count test_programs_present 1
+  elif ! bash "$here/build-badpeer.sh" > /dev/null; then count badpeer_build 1
+  else
+    count module_build_test 0; count badpeer_build 0; guests=1
+  fi
+else
+  count kernel_build 1; kdir=
+fi
 
-step "host: cargo test"
-cargo test --workspace --quiet --no-fail-fast > "$res/cargo-test.log" 2>&1; rc=$?
-hp=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\1/p' "$res/cargo-test.log" | paste -sd+ | bc)
-hf=$(sed -n 's/^test result: .* \([0-9]*\) passed; \([0-9]*\) failed.*/\2/p' "$res/cargo-test.log" | paste -sd+ | bc)
-passed=$((passed + ${hp:-0})); failed=$((failed + ${hf:-0}))
-echo "    host: ${hp:-0} passed, ${hf:-0} failed"
-if [ $rc -ne 0 ] && [ "${hf:-0}" -eq 0 ]; then count cargo_test_build $rc; tail -30 "$res/cargo-test.log"; fi
-grep -E '^(---- |thread .* panicked)' "$res/cargo-test.log" | head -20
-
-kdir=$(bash "$here/kernel.sh" debug) || { count kernel_build 1; finish; }
-# The build users get (no KUnit, no test hooks) must build cleanly too; the guests load the
-# test build (KUnit suite, debugfs hooks, loopback fault modes).
-bash "$here/module.sh" "$kdir" > /dev/null; count module_build $?
-module=$(bash "$here/module.sh" "$kdir" test) || { count module_build_test 1; finish; }
-count module_build_test 0
-cargo build --release --quiet -p rds-tests -p rds-tools || { count test_programs_build 1; finish; }
-tests_bin=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/rds-tests
-[ -x "$tests_bin" ] || { count test_programs_present 1; finish; }
-# The misbehaving RDS/IB peer of ib-bad.sh (C against rdma-core; at target/badpeer).
-bash "$here/build-badpeer.sh" > /dev/null || { count badpeer_build 1; finish; }
-count badpeer_build 0
-
-# Two guests joined by a QEMU socket link, one vCPU each (the host has two cores):
-#  a: the C reference half of the suite (C rds.ko + rds_tcp.ko run the test programs), then
-#     the in-tree C rds_rdma on soft-RoCE against guest b (rdma-pair.sh a).
-#  b: the rds_rs half of the suite (KUnit, the same test programs, load exclusion), then
-#     rds_rs against itself over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
-#     (ib-one.sh), faults under two streams (ib-faults.sh: the link down and up, the RDMA
-#     device deleted and re-added), a misbehaving raw-verbs peer (ib-bad.sh), then rds_rs
-#     on soft-RoCE against guest a's C (rdma-pair.sh b): each side's
-#     checking client against the other's echo servers, IPv4 and IPv6, at the same time.
+# The guests, one vCPU each, side by side on the host's cores (harness.py pool); a guest
+# that sleeps or waits leaves its share of the cores to the others:
+#  a:    the C reference half of the paired suites (C rds.ko + rds_tcp.ko run the test
+#        programs), then the in-tree C rds_rdma on soft-RoCE against guest b (rdma-pair.sh a);
+#  b:    the rds_rs half of the same suites (KUnit, the same test programs, load exclusion),
+#        then rds_rs on soft-RoCE against guest a's C (rdma-pair.sh b): each side's checking
+#        client against the other's echo servers, IPv4 and IPv6, at the same time. a and b
+#        run the same programs before they meet, so they meet at about the same time;
+#        nothing with a lifetime starts before both are there;
+#  core: rds_rs's own loopback suites (RDMA over loopback, queued messages, faults, hostile
+#        users, the load test under the fault modes);
+#  ib:   rds_rs against rds_rs over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
+#        (ib-one.sh);
+#  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
+#        deleted and re-added), then a misbehaving raw-verbs peer over soft-RoCE (ib-bad.sh);
+#  ibs:  the misbehaving peer over soft-iWARP (ib-bad.sh).
 #  Never two RDS implementations at once in a guest.
 # The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
 # RDS/IB accept in 6.12 (Documentation/c-rds-findings.md). Guest a runs nothing but the C
-# modules; KASAN, kmemleak and the other detectors stay on. Guest b, where rds_rs runs, keeps
+# modules; KASAN, kmemleak and the other detectors stay on. The guests where rds_rs runs keep
 # lockdep on.
-# The bound: boot (up to ~100 s under TCG on a busy host), the suites (~150 s per half, the
-# RDMA ones included), the 100,000-message load test (110-200 s per half), rds_rs over RDMA in
-# one guest, C against rds_rs between the guests, the registration checks over soft-RoCE,
-# kmemleak scans; the bound leaves room for a slower host without letting a hang run on.
-step "guests: suite (C RDS and rds_rs), rds_rs over RDMA, C RDS/IB against rds_rs, debug kernel"
+# The bound (GUEST_TIMEOUT) is the one safety net for every guest, well above what a busy
+# host takes (Documentation/testing.md has the measured times); every wait inside is bounded
+# by it or by its own, shorter bound counted from a point both sides have reached.
+start_guests() {
+stage "guests: C RDS and rds_rs side by side, rds_rs over RDMA, C RDS/IB against rds_rs (debug kernel)"
+guests_t0=$((SECONDS - t0))
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
-mkdir -p "$res/a" "$res/b"
+guest=$top/tests/guest
+mkdir -p "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/ibs"
 q() { printf '%q ' "$@"; }
-guest_a="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/a" "$kdir" "$module" "$tests_bin" c);
- CHAINED=after $(q "$pair" a "$res/a" "$kdir" "$module" "$tests_bin" 192.0.2.1 192.0.2.2 fd01::1 fd01::2 rxe "$res/b")"
-guest_b="CHAINED=before $(q "$top/tests/guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin" rs);
- CHAINED=middle $(q "$top/tests/guest/ib-one.sh" "$res/b" "$kdir" "$module" "$tests_bin");
- CHAINED=middle $(q "$top/tests/guest/ib-faults.sh" "$res/b" "$kdir" "$module" "$tests_bin");
- CHAINED=middle $(q "$top/tests/guest/ib-bad.sh" "$res/b" "$kdir" "$module" "$tests_bin");
- CHAINED=after $(q "$pair" b "$res/b" "$kdir" "$module" "$tests_bin" 192.0.2.2 192.0.2.1 fd01::2 fd01::1 rxe "$res/a")"
-# Each guest runs its steps from a script file: the command travels on the kernel command line
-# (virtme-ng's virtme.exec, base64), which x86 cuts at 2048 bytes; guest b's chain is longer.
-printf '%s\n' "$guest_a" > "$res/a/steps.sh"
-printf '%s\n' "$guest_b" > "$res/b/steps.sh"
-python3 tests/harness.py two --kernel "$kdir" --out "$res" --timeout 2400 --port "$port" \
-  --append-a lockdep.prove_locking=0 --a "bash $(q "$res/a/steps.sh")" --b "bash $(q "$res/b/steps.sh")" \
-  || count harness_two $?
+steps() { # steps NAME CMD-LINES: the guest's commands as a script file (the command travels on
+  # the kernel command line, virtme-ng's virtme.exec, base64, which x86 cuts at 2048 bytes).
+  printf '%s\n' "$2" > "$res/$1/steps.sh"; echo "bash $(q "$res/$1/steps.sh")"
+}
+cmd_a=$(steps a "CHAINED=before $(q "$guest/suite.sh" "$res/a" "$kdir" "$module" "$tests_bin" c);
+ CHAINED=after $(q "$pair" a "$res/a" "$kdir" "$module" "$tests_bin" 192.0.2.1 192.0.2.2 fd01::1 fd01::2 rxe "$res/b")")
+cmd_b=$(steps b "CHAINED=before $(q "$guest/suite.sh" "$res/b" "$kdir" "$module" "$tests_bin" rs);
+ CHAINED=after $(q "$pair" b "$res/b" "$kdir" "$module" "$tests_bin" 192.0.2.2 192.0.2.1 fd01::2 fd01::1 rxe "$res/a")")
+cmd_core=$(steps core "$(q "$guest/suite.sh" "$res/core" "$kdir" "$module" "$tests_bin" rs-own)")
+cmd_ib=$(steps ib "$(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$module" "$tests_bin")")
+cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
+ CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
+cmd_ibs=$(steps ibs "$(q "$guest/ib-bad.sh" "$res/ibs" "$kdir" "$module" "$tests_bin" siw)")
+python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 5 \
+  --port "$port" --append-a lockdep.prove_locking=0 --pair-a "$cmd_a" --pair-b "$cmd_b" \
+  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" --guest "ibs=$cmd_ibs" \
+  > "$res/pool.log" 2>&1 &
+pool=$!
+}
 
-step "judging guest results"
+[ -n "$guests" ] && start_guests
+host_checks
+if [ -n "$guests" ]; then
+  stage "waiting for the guests (started at +${guests_t0}s)"
+  wait "$pool" || count harness_pool $?
+  cat "$res/pool.log"
+  python3 tests/harness.py times "$res"/{a,b,core,ib,ibf,ibs} > "$res/times.txt"
+  cat "$res"/{a,b}/meet-waits.txt 2>/dev/null | sed 's/^/    meeting /'
+else
+  finish
+fi
+
+
+stage "judging guest results"
 # Results that must be there, whatever else the guests wrote.
 expect=()
 for impl in c:a rs:b; do
@@ -166,7 +209,7 @@ for name in write_1_1iov read_1m_512iov write_4k1_16iov remote_offset_tampered \
     rdma_write_data_in_place_on_arrival rdma_map_eagain_undone rdma_map_etimedout_undone \
     args_local_4g_minus_1 rdma_id_failed_calls_take_none many_destinations_ids \
     many_destinations_forgotten_barrier; do
-  expect+=(--expect "$res/b/rdma-rs.tap:$name")
+  expect+=(--expect "$res/core/rdma-rs.tap:$name")
 done
 # Messages held on their connections (rds_rs only).
 for name in queued_fill_until_full queued_full_dontwait queued_full_sndtimeo \
@@ -175,7 +218,7 @@ for name in queued_fill_until_full queued_full_dontwait queued_full_sndtimeo \
     queued_cancelled_never_arrive queued_info_send_messages queued_info6_send_messages \
     queued_info_empty_after_release queued_close_sender queued_close_receiver_release \
     queued_netns_held queued_after_netns_gone; do
-  expect+=(--expect "$res/b/queued-rs.tap:$name")
+  expect+=(--expect "$res/core/queued-rs.tap:$name")
 done
 # The core under faults and hostile input (rds_rs only: the test build's hooks).
 for name in faults_inject_good_checksum faults_inject_csum_0 faults_inject_ext_type_200 \
@@ -186,7 +229,7 @@ for name in faults_inject_good_checksum faults_inject_csum_0 faults_inject_ext_t
     faults_rdma_resets_barrier faults_rdma_softirq_resets_notified_once \
     faults_rdma_softirq_resets_barrier faults_reap_idle_gone faults_reap_busy_kept \
     faults_reap_reconnect; do
-  expect+=(--expect "$res/b/faults-rs.tap:$name")
+  expect+=(--expect "$res/core/faults-rs.tap:$name")
 done
 for name in zero_byte_receiver_congests zero_byte_sender_fills memcg_sockets_charged \
     memcg_messages_charged memcg_max_refuses notify_limit_in_flight notify_limit_room_after_reading \
@@ -194,12 +237,12 @@ for name in zero_byte_receiver_congests zero_byte_sender_fills memcg_sockets_cha
     rkey_cookie_random_base rkey_guess_rate_limited rkey_limited_socket_right_key_fails \
     rkey_read_only_registration netns_cong_b_not_seen_by_a_monitor netns_cong_a_drain_notifies_a \
     tstamp_flag_race; do
-  expect+=(--expect "$res/b/hostile-rs.tap:$name")
+  expect+=(--expect "$res/core/hostile-rs.tap:$name")
 done
 for mode in reset softirq softirq_reset; do
   for check in finished_in_time messages recv_queues_empty send_queues_empty sndbuf_settled \
       rcvbuf_accounting resets rdma_notified_once rdma_data rdma_barrier; do
-    expect+=(--expect "$res/b/load-${mode//_/-}-rs.tap:load_${mode}_$check")
+    expect+=(--expect "$res/core/load-${mode//_/-}-rs.tap:load_${mode}_$check")
   done
 done
 for name in reg_zero_length reg_258_pages reg_unmapped reg_no_mlock_valid free_unknown_cookie \
@@ -219,11 +262,11 @@ ib_checks="connect pingpong_20 sizes_0_to_1m many_sockets_ports stream_300x8k to
 for soft in rxe siw; do
   for fam in v4 v6; do
     for check in $ib_checks; do
-      expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_rs_${soft}_${fam}_$check")
+      expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_rs_${soft}_${fam}_$check")
     done
-    expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_${fam}_echo_exit")
+    expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_${soft}_${fam}_echo_exit")
   done
-  expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
+  expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
 done
 # RDMA across rxe and siw, rds_rs at both ends (rds-tests ib-rdma; siw has no atomics).
 rdma_ib="connect cookie_offset_keeps_page_offset write_at_remote_offset read_at_remote_offset
@@ -246,45 +289,45 @@ for size in 1:1 100:100 4k:4096 4k1:4097 64k:65536 1m:1048576; do
   done
 done
 for fam in v4 v6; do
-  for check in $rdma_ib $rdma_rxe; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
-  for check in $rdma_ib $rdma_siw; do expect+=(--expect "$res/b/ib-rs-siw.tap:ib_rdma_siw_${fam}_$check"); done
+  for check in $rdma_ib $rdma_rxe; do expect+=(--expect "$res/ib/ib-rs-rxe.tap:ib_rdma_rxe_${fam}_$check"); done
+  for check in $rdma_ib $rdma_siw; do expect+=(--expect "$res/ib/ib-rs-siw.tap:ib_rdma_siw_${fam}_$check"); done
 done
 # Registrations freed while the peer reads them (rds-tests ib-free-race; siw: the fences).
 for check in free_mr_during_read free_mr_fenced; do
-  for soft in rxe siw; do expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_rdma_${soft}_v4_$check"); done
+  for soft in rxe siw; do expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_rdma_${soft}_v4_$check"); done
 done
 for check in free_mr_fence_stalled read_after_stall; do
-  expect+=(--expect "$res/b/ib-rs-siw.tap:ib_rdma_siw_v4_$check")
+  expect+=(--expect "$res/ib/ib-rs-siw.tap:ib_rdma_siw_v4_$check")
 done
 # Registrations with no connection (rds-tests ib-mr): on rxe, and on siw by fast registration;
 # revoked with their device (rds-tests ib-mr-revoke).
 for soft in rxe siw; do
   for check in counted free_after get_mr_no_device nothing_left; do
-    expect+=(--expect "$res/b/ib-rs-$soft.tap:ib_mr_revoke_$check")
+    expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_mr_revoke_$check")
   done
 done
 mr_all="no_connection successive_keys_differ live_keys_distinct registered_counted free free_again
   free_invalidate deregistered_counted close_frees c_alloc_counted c_free_counted"
 for k in read_only unaligned 1mib use_once; do mr_all+=" get_mr_$k cookie_offset_$k"; done
 for fam in v4 v6; do
-  for check in $mr_all; do expect+=(--expect "$res/b/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
+  for check in $mr_all; do expect+=(--expect "$res/ib/ib-rs-rxe.tap:ib_mr_rxe_${fam}_$check"); done
   for check in $mr_all atomic get_mr_257_pages; do
-    expect+=(--expect "$res/b/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
+    expect+=(--expect "$res/ib/ib-rs-siw.tap:ib_mr_siw_${fam}_$check")
   done
 done
 for check in each_reported_once statuses_ok_or_dropped barrier_past_all old_cookie_after messages_once pinned_back; do
-  expect+=(--expect "$res/b/ib-faults-rs.tap:ib_rdma_flood_$check")
+  expect+=(--expect "$res/ibf/ib-faults-rs.tap:ib_rdma_flood_$check")
 done
 # Faults mid-stream (ib-faults.sh) and the bad peer (ib-bad.sh; the scenario list is the
 # script's).
 for check in setup link_down_up rdma_link_readd stream_ab_exactly_once_in_order \
     stream_ba_exactly_once_in_order rdma_flood_link; do
-  expect+=(--expect "$res/b/ib-faults-rs.tap:ib_fault_rxe_$check")
+  expect+=(--expect "$res/ibf/ib-faults-rs.tap:ib_fault_rxe_$check")
 done
 for soft in rxe siw; do
   for sc in setup background_start $(sed -n 's/^  "\([a-z_0-9]*\) .*/\1/p' "$top/tests/guest/ib-bad.sh") \
       background receiver rmmod; do
-    expect+=(--expect "$res/b/ib-bad-rs.tap:ib_bad_${soft}_$sc")
+    expect+=(--expect "$res/$([ $soft = rxe ] && echo ibf || echo ibs)/ib-bad-rs.tap:ib_bad_${soft}_$sc")
   done
 done
 # The rounds of rdma-pair.sh: rds_rs active (IPv4), C active (IPv6), both at once (TOS 7).
@@ -315,7 +358,7 @@ for role in registrant operator; do
            --expect "$res/b/ib-pair-rs.tap:ib_rdma_pair_rs_with_c_$role")
 done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
-  "$res/a" "$res/b"
+  "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/ibs"
 if read -r gp gf < "$res/guest-counts"; then
   passed=$((passed + gp)); failed=$((failed + gf))
 else

@@ -8,6 +8,8 @@ process group, by its own pid) when it overruns.
   harness.py one --kernel KDIR --out DIR [--timeout S] [--cpus N] [--qemu-opts OPTS]
                 -- GUEST-COMMAND...
   harness.py two --kernel KDIR --out DIR [--timeout S] --port P --a "CMD" --b "CMD"
+  harness.py pool --kernel KDIR --out DIR [--timeout S] [--port P --pair-a "CMD" --pair-b "CMD"]
+                [--guest NAME=CMD ...]
   harness.py judge DIR...       (count results of finished runs; used by scripts/test.sh)
   harness.py times DIR...       (where a finished run's time went, from the guests' timelines)
 
@@ -30,8 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CACHE = os.environ.get("RDS_RS_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rds-rs")
 VNG = os.path.join(CACHE, "tools/venv/bin/vng")
-# vng runs its helpers (virtme-run, ...) from PATH.
-os.environ["PATH"] = os.path.dirname(VNG) + os.pathsep + os.environ.get("PATH", "")
+BOOT_QEMU = os.path.join(HERE, "guest/boot/qemu")
+# vng runs its helpers (virtme-run, ...) and virtiofsd (scripts/setup.sh installs it in the
+# tools' bin) from PATH.
+os.environ["PATH"] = os.pathsep.join([os.path.dirname(VNG), os.path.join(CACHE, "tools/bin"),
+                                      os.environ.get("PATH", "")])
 
 # Kernel log lines that fail a run: crashes, warnings, sanitizer and lockdep reports, leaks,
 # hangs. Matched anywhere in a line of the console or dmesg.
@@ -55,39 +60,124 @@ def stamp_start(out):
         f.write(f"{time.time():.3f} - host: guest starts\n")
 
 
-def run_guests(specs, timeout, listen_port=None):
-    """Starts one vng process per (argv, logfile) spec, each in its own process group, and waits
-    for all of them within `timeout` seconds. Returns the exit codes (None = killed). With
-    `listen_port`, later guests start only once the first listens on that port."""
-    procs = []
-    deadline = time.monotonic() + timeout
-    codes = []
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu(pgid):
+    """Host CPU seconds (user + system) of the live processes of process group `pgid` (a
+    guest's vng and its QEMU)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the command: state ppid pgrp session ... utime (12th) stime (13th).
+        if int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
+    """Runs one vng process per (argv, logfile) spec, each in its own process group, at most
+    `most` at a time (all at once when None), in the order given, each within `timeout`
+    seconds of its start; returns the exit codes (None = killed). With `listen_port`, the first
+    two specs are the two guests of a socket link: they start together (the second once the
+    first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
+    beside its log at once, so that a guest waiting for it (at a meeting of the two-guest
+    rounds) stops waiting, and the harness reports each exit as it happens, with the host CPU
+    time the guest took. `nice`, a list beside `specs`: each guest's niceness (its QEMU, vng
+    and virtiofsd inherit it)."""
+    n = len(specs)
+    most = n if most is None else max(most, 2 if listen_port is not None else 1)
+    procs, files, started = [None] * n, [], [None] * n
+    codes = [None] * n
+    t0 = time.monotonic()
+
+    def out_of(i):
+        return os.path.dirname(specs[i][1])
+
+    def start(i):
+        argv, log = specs[i]
+        stamp_start(out_of(i))
+        f = open(log, "wb")
+        files.append(f)
+        inc = nice[i] if nice else 0
+        procs[i] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
+                                    preexec_fn=(lambda: os.nice(inc)) if inc else None)
+        started[i] = time.monotonic()
+
+    def kill(i, why):
+        p = procs[i]
+        with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+            f.write(f"{time.time():.3f} - host: cpu {group_cpu(p.pid):.0f}s\n")
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        with open(os.path.join(out_of(i), "guest-exited"), "w") as f:
+            f.write("killed\n")
+        print(f"    guest {os.path.basename(out_of(i))} killed {why}", flush=True)
+
     try:
-        for i, (argv, log) in enumerate(specs):
-            if i > 0 and listen_port is not None and not wait_listening(listen_port, deadline):
+        waiting = list(range(n))
+        if listen_port is not None and n > 1:
+            start(0)
+            if not wait_listening(listen_port, time.monotonic() + timeout):
                 raise RuntimeError(f"nothing listens on 127.0.0.1:{listen_port}")
-            f = open(log, "wb")
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
-            procs.append((p, f))
-        for p, f in procs:
-            left = max(0.0, deadline - time.monotonic())
-            try:
-                codes.append(p.wait(timeout=left))
-            except subprocess.TimeoutExpired:
-                codes.append(None)
+            start(1)
+            waiting = waiting[2:]
+        running = {i for i in range(n) if procs[i] is not None}
+        next_sample = 0.0
+        while running or waiting:
+            if time.monotonic() >= next_sample:
+                # Each guest's host CPU so far, every 5 s, into its timeline: `times` reads a
+                # step's CPU from the samples around its start and end.
+                next_sample = time.monotonic() + 5
+                for i in running:
+                    with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+                        f.write(f"{time.time():.3f} - host: cpu-sample "
+                                f"{group_cpu(procs[i].pid):.1f}\n")
+            while waiting and len(running) < most:
+                i = waiting.pop(0)
+                start(i)
+                running.add(i)
+            for i in sorted(running):
+                # wait4 rather than poll: its rusage is the CPU time the guest (vng and the QEMU
+                # it waited for) took, for `harness.py times`.
+                pid, status, usage = os.wait4(procs[i].pid, os.WNOHANG)
+                if pid == 0:
+                    if time.monotonic() - started[i] > timeout:
+                        kill(i, f"at its bound ({timeout}s)")
+                        running.discard(i)
+                    continue
+                code = os.waitstatus_to_exitcode(status)
+                procs[i].returncode = code
+                running.discard(i)
+                codes[i] = code
+                cpu = usage.ru_utime + usage.ru_stime
+                with open(os.path.join(out_of(i), "guest-exited"), "w") as f:
+                    f.write(f"{code}\n")
+                with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
+                    f.write(f"{time.time():.3f} - host: cpu {cpu:.0f}s\n")
+                print(f"    guest {os.path.basename(out_of(i))} finished after "
+                      f"{time.monotonic() - started[i]:.0f}s (at +{time.monotonic() - t0:.0f}s), "
+                      f"{cpu:.0f}s of host CPU (exit {code})", flush=True)
+            time.sleep(0.5)
     finally:
-        # Every guest still running (overran, or the harness itself is being stopped) is killed
-        # with its whole process group, by its own pid.
-        for p, f in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
+        # Every guest still running (the harness itself is being stopped) is killed with its
+        # whole process group, by its own pid.
+        for i, p in enumerate(procs):
+            if p is not None and p.returncode is None and codes[i] is None:
+                kill(i, "(the harness stopped)")
+        for f in files:
             f.close()
-    return codes + [None] * (len(specs) - len(codes))
+    return codes
 
 
 def wait_listening(port, deadline):
@@ -105,13 +195,27 @@ def wait_listening(port, deadline):
 
 
 def vng_argv(kernel, out, command, extra_qemu=None, name="rds-rs", cpus=2, append=(),
-             qemu_opts=None):
+             qemu_opts=None, rwdirs=()):
     bz = os.path.join(kernel, "arch/x86/boot/bzImage")
     if not os.path.exists(bz):
         sys.exit(f"harness: no kernel image at {bz}")
+    # tests/guest/boot/qemu runs QEMU with tests/guest/boot/init in front of virtme-ng-init,
+    # which takes udev and systemd-tmpfiles out of the boot (see there).
     argv = [VNG, "--run", bz, "--disable-kvm", "--cpus", str(cpus), "--memory", "384M", "--name", name,
-            "--rwdir", out, "--verbose", "--append", "kmemleak=on",
-            "--append", "udev.children_max=1"]
+            "--qemu", BOOT_QEMU, "--rwdir", out, "--verbose", "--append", "kmemleak=on"]
+    # The host's root is exported read-only with a guest cache that never revalidates; a
+    # directory another guest writes into while this one reads it (the other side of a socket
+    # link) is mounted as a read-write directory of its own, which is revalidated.
+    for d in rwdirs:
+        argv += ["--rwdir", d]
+    if not qemu_opts:
+        # Guest time from the HPET, which QEMU keeps in step with the host's clock. The TSC's
+        # rate is calibrated at boot against the PIT or the HPET, and on a busy host that
+        # measurement can be far off (seen: 462 MHz for a 2.44 GHz TSC): the guest's clock then
+        # ran five times too fast, and every timeout inside it expired five times too early.
+        # (Under `make bench`'s instruction counter guest time is instructions, whatever the
+        # clock source; those guests keep the kernel's choice.)
+        argv += ["--append", "clocksource=hpet"]
     for arg in append:
         argv += ["--append", arg]
     if extra_qemu:
@@ -131,7 +235,6 @@ def cmd_one(a):
     os.makedirs(a.out, exist_ok=True)
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
-    stamp_start(a.out)
     t0 = time.monotonic()
     codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
                                   qemu_opts=a.qemu_opts),
@@ -141,8 +244,46 @@ def cmd_one(a):
 
 
 def cmd_two(a):
+    specs = pair_specs(a, a.a, a.b)
+    t0 = time.monotonic()
+    codes = run_guests(specs, a.timeout, listen_port=a.port)
+    for side, code in zip("ab", codes):
+        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
+                            time.monotonic() - t0, a.timeout)
+
+
+def cmd_pool(a):
+    """Guests run side by side, one vCPU each: the two guests of a socket link (a and b, when
+    --pair-a/--pair-b are given) and any number of independent one-guest runs (--guest
+    NAME=CMD, out directory OUT/NAME). The host's cores are shared among all of them; a guest
+    that sleeps or waits leaves its share to the others."""
+    specs, names, nice = [], [], []
+    if a.pair_a:
+        specs += pair_specs(a, a.pair_a, a.pair_b)
+        names += ["a", "b"]
+        nice += [0, 0]
+    for g in a.guest:
+        name, _, cmd = g.partition("=")
+        out = os.path.join(a.out, name)
+        os.makedirs(out, exist_ok=True)
+        print(f"    guest {name}: {cmd} (bound {a.timeout}s)", flush=True)
+        specs.append((vng_argv(a.kernel, out, cmd, name=f"rds-rs-{name}", cpus=1,
+                               append=a.append),
+                      os.path.join(out, "console.txt")))
+        names.append(name)
+        nice.append(a.nice)
+    t0 = time.monotonic()
+    codes = run_guests(specs, a.timeout, listen_port=a.port if a.pair_a else None,
+                       most=a.most, nice=nice)
+    for name, code in zip(names, codes):
+        record_guest_status(os.path.join(a.out, name), f"guest_{name}", code,
+                            time.monotonic() - t0, a.timeout)
+
+
+def pair_specs(a, cmd_a, cmd_b):
+    """The vng command lines of the two guests of a socket link: a listens, b connects."""
     specs = []
-    for side, cmd, role in (("a", a.a, "listen"), ("b", a.b, "connect")):
+    for side, cmd, role in (("a", cmd_a, "listen"), ("b", cmd_b, "connect")):
         out = os.path.join(a.out, side)
         os.makedirs(out, exist_ok=True)
         mac = "52:54:00:00:00:0" + ("1" if side == "a" else "2")
@@ -151,17 +292,14 @@ def cmd_two(a):
         qemu = (f"-netdev socket,id=rl,{role}=127.0.0.1:{a.port} "
                 f"-device virtio-net-pci,netdev=rl,mac={mac}")
         print(f"    guest {side}: {cmd} (bound {a.timeout}s)", flush=True)
-        stamp_start(out)
         # One vCPU each: the two guests share the host's two cores.
         extra = a.append + (a.append_a if side == "a" else [])
+        peer = os.path.join(a.out, "b" if side == "a" else "a")
+        os.makedirs(peer, exist_ok=True)
         specs.append((vng_argv(a.kernel, out, cmd, qemu, name=f"rds-rs-{side}", cpus=1,
-                               append=extra),
+                               append=extra, rwdirs=[peer]),
                       os.path.join(out, "console.txt")))
-    t0 = time.monotonic()
-    codes = run_guests(specs, a.timeout, listen_port=a.port)
-    for side, code in zip("ab", codes):
-        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
-                            time.monotonic() - t0, a.timeout)
+    return specs
 
 
 def record_guest_status(out, name, code, secs, bound):
@@ -321,37 +459,58 @@ def timeline(d):
 
 
 def cmd_times(a):
-    """Prints, per guest, when it booted, each step's length and the gaps between steps (the
-    time no test program ran: boots, set-up, sleeps, waits for the other guest)."""
+    """Prints, per guest, each step's length in wall time and in host CPU time (from the
+    harness's samples of the guest's CPU, interpolated), the gaps between steps (the time no
+    test program ran: boots, set-up, sleeps, waits for the other guest), and the guest's
+    totals."""
     t_first = min((r[0][0] for r in map(timeline, a.dirs) if r), default=0.0)
     for d in a.dirs:
         rows = timeline(d)
         if not rows:
             print(f"{d}: no timeline")
             continue
+        samples = [(t, float(w.split()[2])) for t, w in rows if w.startswith("host: cpu-sample")]
+        final = [float(w.split()[2].rstrip("s")) for t, w in rows
+                 if w.startswith("host: cpu ")]
+        if final:
+            samples.append((max(t for t, _ in rows), final[-1]))
+
+        samples.insert(0, (rows[0][0], 0.0))
+
+        def cpu_at(t):
+            for (t0, c0), (t1, c1) in zip(samples, samples[1:]):
+                if t0 <= t <= t1:
+                    return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 0)
+            return samples[-1][1]
+
+        def span(t0, t1):
+            return f"{t1 - t0:7.1f}s {cpu_at(t1) - cpu_at(t0):6.1f}s cpu"
+
         print(f"{os.path.relpath(d)}: from +{rows[0][0] - t_first:.0f}s to +{rows[-1][0] - t_first:.0f}s"
-              f" ({rows[-1][0] - rows[0][0]:.0f}s)")
+              f" ({rows[-1][0] - rows[0][0]:.0f}s wall, {final[-1] if final else 0:.0f}s host CPU)")
         steps, scripts, last = {}, {}, rows[0][0]
         for t, what in rows:
             kind, _, name = what.partition(" ")
+            if what.startswith("host: cpu"):
+                continue
             if kind in ("start", "begin") and not steps and t - last >= 1:
-                print(f"  {t - last:7.1f}s  (no test program running)")
+                print(f"  {span(last, t)}  (no test program running)")
             if kind == "start":
                 steps[name] = t
             elif kind == "begin":
                 scripts[name] = t
                 last = t
             elif kind == "stop" and name in steps:
-                print(f"  {t - steps.pop(name):7.1f}s  {name}")
+                print(f"  {span(steps.pop(name), t)}  {name}")
                 last = t
             elif kind == "end" and name in scripts:
                 if t - last >= 1:
-                    print(f"  {t - last:7.1f}s  (no test program running)")
-                print(f"  {t - scripts.pop(name):7.1f}s  = script {name}")
+                    print(f"  {span(last, t)}  (no test program running)")
+                print(f"  {span(scripts.pop(name), t)}  = script {name}")
                 last = t
             elif kind == "host:":
                 if "starts" not in name:
-                    print(f"  {t - last:7.1f}s  (after the last script: {name})")
+                    print(f"  {span(last, t)}  (after the last script: {name})")
                 last = t
             else:
                 print(f"  {'':7}   {what}")
@@ -364,7 +523,15 @@ def cmd_judge(a):
         f.write(f"{passed} {failed}\n")
 
 
+def stop_on_signal(signum, _frame):
+    """SIGTERM, SIGINT and SIGHUP end the harness through its `finally` blocks, which kill the
+    guests it started (a background job's SIGINT is ignored unless set here)."""
+    raise SystemExit(f"harness: stopped by signal {signum}")
+
+
 def main():
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop_on_signal)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="mode", required=True)
     one = sub.add_parser("one")
@@ -386,6 +553,23 @@ def main():
                      help="extra kernel argument for guest a only")
     two.add_argument("--a", required=True)
     two.add_argument("--b", required=True)
+    pool = sub.add_parser("pool")
+    pool.add_argument("--kernel", required=True)
+    pool.add_argument("--out", required=True)
+    pool.add_argument("--timeout", type=int, default=600)
+    pool.add_argument("--port", type=int)
+    pool.add_argument("--append", action="append", default=[], help="extra kernel argument")
+    pool.add_argument("--append-a", action="append", default=[],
+                      help="extra kernel argument for guest a only")
+    pool.add_argument("--pair-a", help="guest a's command (listens on --port)")
+    pool.add_argument("--pair-b", help="guest b's command (connects to a)")
+    pool.add_argument("--guest", action="append", default=[], help="NAME=CMD: a one-guest run")
+    pool.add_argument("--most", type=int, default=None,
+                      help="at most this many guests at a time (default: all); the others wait "
+                           "in the order given")
+    pool.add_argument("--nice", type=int, default=0,
+                      help="niceness of the one-guest runs (--guest): beside the pair they take "
+                           "what the pair leaves of the cores, and less of what it needs")
     jd = sub.add_parser("judge")
     jd.add_argument("--counts", required=True)
     jd.add_argument("--expect", action="append", default=[],
@@ -394,7 +578,8 @@ def main():
     tm = sub.add_parser("times")
     tm.add_argument("dirs", nargs="+")
     a = ap.parse_args()
-    {"one": cmd_one, "two": cmd_two, "judge": cmd_judge, "times": cmd_times}[a.mode](a)
+    {"one": cmd_one, "two": cmd_two, "pool": cmd_pool, "judge": cmd_judge,
+     "times": cmd_times}[a.mode](a)
 
 
 if __name__ == "__main__":

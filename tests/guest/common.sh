@@ -12,6 +12,33 @@ tl() { echo "$(date +%s.%N) $(cut -d' ' -f1 /proc/uptime) $*" >> "$OUT/timeline.
 tl "begin $(basename "$0")"
 trap 'tl "end $(basename "$0")"' EXIT
 
+# nap SECONDS: a sleep that starts no process (a read timing out on a FIFO nobody writes to):
+# a polling loop would otherwise start `sleep` ten times a second, each start a fork and an
+# exec, which on a starved TCG vCPU costs more than the wait itself.
+nap_fifo=/run/rds-rs-nap.$$
+mkfifo "$nap_fifo" && exec {NAP_FD}<>"$nap_fifo"; rm -f "$nap_fifo"
+nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
+# wait_until SECONDS COMMAND [ARGS...]: runs COMMAND every 0.1 s until it succeeds (true) or
+# SECONDS of wall time have passed (false). Bounds are in time, not in rounds: a round costs
+# more on a busy host, and a count of rounds would stretch the bound with it.
+wait_until() {
+  local end=$((SECONDS + $1)); shift
+  until "$@"; do
+    [ "$SECONDS" -ge "$end" ] && return 1
+    nap 0.1
+  done
+}
+# has FILE PATTERN: FILE has a line matching PATTERN (an extended regular expression), read
+# without starting a process: it is polled while a program starts, and every process start
+# (grep's included) costs the guest's one vCPU some 0.4 s that the program would have had.
+has() {
+  local l
+  { while IFS= read -r l || [ -n "$l" ]; do [[ $l =~ $2 ]] && return 0; done < "$1"; } 2>/dev/null
+  return 1
+}
+# gone PID: the process PID has ended.
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
 # tap FILE ok|not NAME OBSERVATION [WHY]   (multi-line text is flattened to one line)
 tap() {
   local f=$1 res=$2 name=$3 obs=${4:-} why=${5:-}
@@ -65,7 +92,7 @@ kmemleak_report() {
   case "${CHAINED:-}" in before|middle) return 0 ;; esac  # the last step of the guest reports
   if [ ! -e $kmemleak ]; then echo "kmemleak not available in this kernel" > "$OUT/kmemleak.txt"; return; fi
   tl "start kmemleak"
-  sleep 6
+  nap 6
   if ! { echo scan > $kmemleak && echo scan > $kmemleak; } 2>/dev/null; then
     echo "kmemleak scan failed (kmemleak disabled?)" > "$OUT/kmemleak.txt"; return
   fi
@@ -97,28 +124,43 @@ run_prog() {
 # address); IPv6 prefers local routes whatever the bound device, so policy rules bound to each
 # end's device route the other end's address over the pair before the local table is asked
 # (moved from preference 0 to 100 for that).
+# The ip commands go in batches (one process each for IPv4 and IPv6 instead of two dozen), and
+# the sysctls are written directly: on the debug kernel under TCG a process start costs about
+# as much as the work of a command.
 veth_rdma_up() {
   local soft=$1 k m0 m1
-  ip link add veth0 type veth peer name veth1 || return 1
-  ip link set veth0 up && ip link set veth1 up || return 1
-  ip addr add 192.0.2.1/32 dev veth0 && ip addr add 192.0.2.2/32 dev veth1 || return 1
-  ip -6 addr add fd00::1/128 dev veth0 nodad && ip -6 addr add fd00::2/128 dev veth1 nodad \
-    || return 1
-  ip route add 192.0.2.2/32 dev veth0 && ip route add 192.0.2.1/32 dev veth1 || return 1
-  ip -6 route add fd00::2/128 dev veth0 && ip -6 route add fd00::1/128 dev veth1 || return 1
-  ip -6 route add fd00::2/128 dev veth0 table 100 \
-    && ip -6 route add fd00::1/128 dev veth1 table 101 \
-    && ip -6 rule add pref 10 oif veth0 to fd00::2/128 table 100 \
-    && ip -6 rule add pref 11 oif veth1 to fd00::1/128 table 101 \
-    && ip -6 rule add pref 100 table local && ip -6 rule del pref 0 table local || return 1
+  ip -batch - <<'EOF' || return 1
+link add veth0 type veth peer name veth1
+link set veth0 up
+link set veth1 up
+addr add 192.0.2.1/32 dev veth0
+addr add 192.0.2.2/32 dev veth1
+addr add fd00::1/128 dev veth0 nodad
+addr add fd00::2/128 dev veth1 nodad
+route add 192.0.2.2/32 dev veth0
+route add 192.0.2.1/32 dev veth1
+route add fd00::2/128 dev veth0
+route add fd00::1/128 dev veth1
+route add fd00::2/128 dev veth0 table 100
+route add fd00::1/128 dev veth1 table 101
+EOF
+  ip -6 -batch - <<'EOF' || return 1
+rule add pref 10 oif veth0 to fd00::2/128 table 100
+rule add pref 11 oif veth1 to fd00::1/128 table 101
+rule add pref 100 table local
+rule del pref 0 table local
+EOF
   for k in all veth0 veth1; do
-    sysctl -qw "net.ipv4.conf.$k.accept_local=1" "net.ipv4.conf.$k.rp_filter=0" || return 1
+    echo 1 > "/proc/sys/net/ipv4/conf/$k/accept_local" \
+      && echo 0 > "/proc/sys/net/ipv4/conf/$k/rp_filter" || return 1
   done
-  m0=$(cat /sys/class/net/veth0/address) m1=$(cat /sys/class/net/veth1/address)
-  ip neigh add 192.0.2.2 lladdr "$m1" dev veth0 nud permanent \
-    && ip neigh add 192.0.2.1 lladdr "$m0" dev veth1 nud permanent \
-    && ip -6 neigh add fd00::2 lladdr "$m1" dev veth0 nud permanent \
-    && ip -6 neigh add fd00::1 lladdr "$m0" dev veth1 nud permanent || return 1
+  m0=$(< /sys/class/net/veth0/address) m1=$(< /sys/class/net/veth1/address)
+  ip -batch - <<EOF || return 1
+neigh add 192.0.2.2 lladdr $m1 dev veth0 nud permanent
+neigh add 192.0.2.1 lladdr $m0 dev veth1 nud permanent
+neigh add fd00::2 lladdr $m1 dev veth0 nud permanent
+neigh add fd00::1 lladdr $m0 dev veth1 nud permanent
+EOF
   rdma link add "${soft}0" type "$soft" netdev veth0 \
     && rdma link add "${soft}1" type "$soft" netdev veth1
 }

@@ -8,12 +8,13 @@
 # carries on. One guest: the two ends of a veth pair with a soft RDMA device on each
 # (veth_rdma_up in common.sh), soft-RoCE (rxe) and then soft-iWARP (siw), rds_rs loaded for
 # each; rds_rs serves 192.0.2.1, the peer and the background client use 192.0.2.2.
-#   ib-bad.sh OUT KDIR MODULE TESTS-BIN   (the peer is target/badpeer, scripts/build-badpeer.sh)
+#   ib-bad.sh OUT KDIR MODULE TESTS-BIN [SOFTS]   (the peer is target/badpeer,
+#   scripts/build-badpeer.sh; SOFTS "rxe siw" by default: make test runs the two in two guests)
 # Results in OUT/ib-bad-rs.tap (rds_rs only; C RDS is not the subject); per device and
 # scenario, the peer's report is in OUT/SOFT/badpeer-SCENARIO.out and the counters before
 # and after in OUT/SOFT/counters-SCENARIO.{before,after}.
 set -u
-OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 SOFTS=${5:-rxe siw}
 PEER=$(dirname "$TESTS")/../badpeer
 . "$(dirname "$0")/common.sh"
 cd "$OUT" || exit 1
@@ -61,7 +62,10 @@ SCENARIOS=(
 )
 
 # The helpers below use no external program: every fork and exec costs the TCG guest with
-# its debug kernel tens of milliseconds, and they run in loops.
+# its debug kernel hundreds of milliseconds (/bin/true 0.4 s, a subshell 0.15 s), and they run
+# in loops. The files they read are in the guest's own /tmp (WORK): bash reads a file from the
+# shared result folder (virtio-fs) several times slower, line by line (a counter listing 0.6 s
+# against 0.1 s). Each scenario's files are copied to OUT/SOFT once it is judged.
 # read_counters FILE ARRAY: the counters of an `rds-info -c` listing, by name.
 read_counters() {
   local -n arr=$2
@@ -92,9 +96,11 @@ declare -A C0 C1
 run_soft() {
   local soft=$1 row sc want rise still deliver tos rc result outcome m0 m1 p0 p1 t0 secs f
   local obs why a b c sent got total recv_pid bg_pid line version acked log=$OUT/$1
-  mkdir -p "$log"
-  rm -f "$STOP" "$log/bg.progress"
-  progress() { local p=0; read -r p 2>/dev/null < "$log/bg.progress"; echo "${p:-0}"; }
+  local work=/tmp/ib-bad-$1
+  mkdir -p "$log" "$work"
+  rm -f "$STOP" "$work/bg.progress"
+  # progress: PROG = the background ping-pong's round trips so far (no subshell).
+  progress() { PROG=0; read -r PROG 2>/dev/null < "$work/bg.progress"; PROG=${PROG:-0}; }
   for f in "$PEER" "$INFO" "$TESTS"; do
     [ -x "$f" ] || { tap $F not "ib_bad_${soft}_setup" none "$f is not an executable"; return; }
   done
@@ -111,20 +117,21 @@ run_soft() {
   tap $F ok "ib_bad_${soft}_setup" "${soft}0,${soft}1"
 
   # The bound socket that must receive only the good messages.
-  "$TESTS" ib-bad recv "$SRV" "$RPORT" "$STOP" 1500 > "$log/recv.log" 2>&1 & recv_pid=$!
-  for _ in $(seq 100); do grep -q '^bound' "$log/recv.log" && break; sleep 0.1; done
+  "$TESTS" ib-bad recv "$SRV" "$RPORT" "$STOP" 1500 > "$work/recv.log" 2>&1 & recv_pid=$!
+  wait_until 60 has "$work/recv.log" '^bound'
   # The other connection that must carry on.
-  "$TESTS" ib-bad bg "$CLI" "$SRV" "$BGPORT" "$BGTOS" "$log/bg.progress" "$STOP" 1500 \
-    > "$log/bg.log" 2>&1 &
+  "$TESTS" ib-bad bg "$CLI" "$SRV" "$BGPORT" "$BGTOS" "$work/bg.progress" "$STOP" 1500 \
+    > "$work/bg.log" 2>&1 &
   bg_pid=$!
-  for _ in $(seq 600); do [ "$(progress)" -ge 3 ] && break; sleep 0.1; done
-  if ! grep -q '^bound' "$log/recv.log"; then
-    tap $F not "ib_bad_${soft}_receiver_start" none "$(tail -3 "$log/recv.log")"
-  elif [ "$(progress)" -lt 3 ]; then
-    tap $F not "ib_bad_${soft}_background_start" "$(progress)" \
-      "the background ping-pong did not start: $(tail -3 "$log/bg.log")"
+  progress_at_least() { progress; [ "$PROG" -ge "$1" ]; }
+  wait_until 120 progress_at_least 3
+  if ! grep -q '^bound' "$work/recv.log"; then
+    tap $F not "ib_bad_${soft}_receiver_start" none "$(tail -3 "$work/recv.log")"
+  elif progress; [ "$PROG" -lt 3 ]; then
+    tap $F not "ib_bad_${soft}_background_start" "$PROG" \
+      "the background ping-pong did not start: $(tail -3 "$work/bg.log")"
   else
-    tap $F ok "ib_bad_${soft}_background_start" "$(progress)"
+    tap $F ok "ib_bad_${soft}_background_start" "$PROG"
     tos=0
     for row in "${SCENARIOS[@]}"; do
       read -r sc want rise still deliver <<< "$row"
@@ -144,10 +151,11 @@ run_soft() {
         rise=conn_reset
       fi
       tl "start bad_${soft}_$sc"
-      "$INFO" -c > "$log/counters-$sc.before"
-      count_msgs "$log/recv.log"; m0=$MSGS
+      "$INFO" -c > "$work/counters-$sc.before"
+      read_counters "$work/counters-$sc.before" C0
+      count_msgs "$work/recv.log"; m0=$MSGS
       now_ms; t0=$NOW
-      "$PEER" "$CLI" "$SRV" "$sc" "$tos" "$RPORT" 20 > "$log/badpeer-$sc.out" 2>&1; rc=$?
+      "$PEER" "$CLI" "$SRV" "$sc" "$tos" "$RPORT" 20 > "$work/badpeer-$sc.out" 2>&1; rc=$?
       now_ms; secs=$((NOW - t0))
       # What the peer saw: its last line, the version of the reply, an ack, what it sent.
       result= version= acked= sent=
@@ -160,33 +168,32 @@ run_soft() {
             [[ $line =~ ^sent\ message\ (len=[0-9]+\ fnv=[0-9a-f]+)\  ]] \
               && sent=${BASH_REMATCH[1]} ;;
         esac
-      done < "$log/badpeer-$sc.out"
+      done < "$work/badpeer-$sc.out"
       read -r _ outcome _ <<< "$result"
       # What arrives, arrives before the peer sees its connection go (rds_rs handles a
       # frame before it drops the connection); a second more for any late delivery.
-      for _ in $(seq 50); do
-        count_msgs "$log/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ] && break; sleep 0.1
-      done
+      delivered() { count_msgs "$work/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ]; }
+      wait_until 15 delivered
       # The counters that must rise may lag the peer's view under TCG (the completion that
       # counts is handled in a work item): wait for them, bounded.
-      for _ in $(seq 25); do
-        sleep 0.4
-        "$INFO" -c > "$log/counters-$sc.after"
+      end=$((SECONDS + 30))
+      while :; do
+        "$INFO" -c > "$work/counters-$sc.after"
         [ "$rise" = - ] && break
-        read_counters "$log/counters-$sc.before" C0
-        read_counters "$log/counters-$sc.after" C1
+        read_counters "$work/counters-$sc.after" C1
         up=1
         for c in ${rise//,/ }; do
           [ "${C1[$c]:-0}" -gt "${C0[$c]:-0}" ] || up=0
         done
         [ $up -eq 1 ] && break
+        [ $SECONDS -ge $end ] && break
+        nap 0.4
       done
-      sleep 0.6
-      "$INFO" -c > "$log/counters-$sc.after"
-      read_counters "$log/counters-$sc.before" C0
-      read_counters "$log/counters-$sc.after" C1
-      count_msgs "$log/recv.log"; m1=$MSGS
-      p0=$(progress)
+      nap 0.6
+      "$INFO" -c > "$work/counters-$sc.after"
+      read_counters "$work/counters-$sc.after" C1
+      count_msgs "$work/recv.log"; m1=$MSGS
+      progress; p0=$PROG
       why=()
       [ $rc -eq 0 ] || why+=("badpeer exited $rc")
       [ "$outcome" = "$want" ] || why+=("peer saw '${result:-no result}', expected $want")
@@ -216,7 +223,7 @@ run_soft() {
       [ $((m1 - m0)) -eq "$deliver" ] || why+=("$((m1 - m0)) messages delivered, expected $deliver")
       if [ "$deliver" -gt 0 ]; then
         # The message is the peer's, from its port, intact.
-        nth_msg "$log/recv.log" $((m0 + 1)); got=$MSG
+        nth_msg "$work/recv.log" $((m0 + 1)); got=$MSG
         [ -n "$sent" ] && [ "$got" = "msg from=$CLI/40000 $sent" ] \
           || why+=("received '$got', sent '$sent' from $CLI/40000")
         # rds_rs acknowledged it (the peer asked: ACK_REQUIRED) with an ack-only frame.
@@ -224,12 +231,13 @@ run_soft() {
         else why+=("no ack-only frame acknowledging sequence 1 reached the peer"); fi
       fi
       # The background connection carries on: another round trip after the scenario.
-      for _ in $(seq 200); do [ "$(progress)" -gt "$p0" ] && break; sleep 0.1; done
-      p1=$(progress)
+      wait_until 60 progress_at_least $((p0 + 1))
+      progress; p1=$PROG
       obs+=" background+$((p1 - p0)) ${secs}ms"
       [ "$p1" -gt "$p0" ] || why+=("the background ping-pong stalled at $p0 round trips")
       if [ ${#why[@]} -eq 0 ]; then tap $F ok "ib_bad_${soft}_$sc" "$obs"
       else tap $F not "ib_bad_${soft}_$sc" "$obs" "$(IFS=';'; echo "${why[*]}")"; fi
+      cp "$work/badpeer-$sc.out" "$work/counters-$sc.before" "$work/counters-$sc.after" "$log/"
       tl "stop bad_${soft}_$sc"
     done
   fi
@@ -238,6 +246,7 @@ run_soft() {
   # connections up at the end), and the receiver's (nothing but the good messages).
   touch "$STOP"
   wait "$bg_pid"; rc=$?
+  cp "$work/bg.log" "$log/"
   if grep -q '^ok ib_bad_background \|^not ok ib_bad_background ' "$log/bg.log"; then
     sed -n "s/^\(ok\|not ok\) ib_bad_background /\1 ib_bad_${soft}_background /p" \
       "$log/bg.log" >> "$OUT/$F"
@@ -245,6 +254,7 @@ run_soft() {
     tap $F not "ib_bad_${soft}_background" "rc=$rc" "no verdict: $(tail -3 "$log/bg.log")"
   fi
   wait "$recv_pid"; rc=$?
+  cp "$work/recv.log" "$log/"
   count_msgs "$log/recv.log"; total=$MSGS
   want=$(for row in "${SCENARIOS[@]}"; do echo "$row"; done | awk '{ n += $5 } END { print n }')
   if [ $rc -eq 0 ] && [ "$total" -eq "$want" ]; then tap $F ok "ib_bad_${soft}_receiver" "$total"
@@ -257,7 +267,7 @@ run_soft() {
   veth_rdma_down "$soft" || tap $F not "ib_bad_${soft}_teardown" failed "veth pair still there"
 }
 
-for soft in rxe siw; do run_soft "$soft"; done
+for soft in $SOFTS; do run_soft "$soft"; done
 kunit_expected
 kmemleak_report
 collect_dmesg

@@ -21,19 +21,21 @@ cd "$OUT" || exit 1
 F=ib-faults-rs.tap
 INFO=$(dirname "$TESTS")/rds-info
 COUNT=2000     # messages per stream (8 B to 9 KiB each)
-BOUND=300      # seconds any stream may take
+BOUND=600      # seconds any stream may take (a bound against a hang; a busy host is slow)
 A=192.0.2.1 B=192.0.2.2
 kmemleak_clear
 
-# got NAME: how many messages the sink NAME received so far.
-got() { local n=0; read -r n 2>/dev/null < "$OUT/faults-$1.progress"; echo "${n:-0}"; }
+# got NAME: how many messages the sink NAME received so far. The predicates polled by
+# wait_until read the count into GOT instead (got_n): a subshell every 0.1 s would take the
+# streams' vCPU.
+got_n() { GOT=0; read -r GOT 2>/dev/null < "$OUT/faults-$1.progress"; GOT=${GOT:-0}; }
+got() { got_n "$1"; echo "$GOT"; }
 # counter NAME: the rds_rs counter NAME (rds-info -c).
 counter() { "$INFO" -c | awk -v n="$1" '$1 == n { print $2 }'; }
 # wait_got NAME N SECONDS: waits until sink NAME has N messages; false if it did not.
 wait_got() {
-  local i
-  for i in $(seq $(($3 * 10))); do [ "$(got "$1")" -ge "$2" ] && return 0; sleep 0.1; done
-  return 1
+  got_at_least() { got_n "$1"; [ "$GOT" -ge "$2" ]; }
+  wait_until "$3" got_at_least "$1" "$2"
 }
 # dump_state TAG: what the module and the devices say, for a failure's post-mortem
 # (OUT/faults-state-TAG.txt).
@@ -112,7 +114,7 @@ short_stream() {
   rm -f "$OUT/faults-$name.progress"*
   "$TESTS" ib-sink $B "$port" "$count" "$OUT/faults-$name.progress" 150 > "$OUT/faults-sink-$name.out" 2>&1 &
   sink=$!
-  for _ in $(seq 100); do grep -q 'sink bound' "$OUT/faults-sink-$name.out" && break; sleep 0.1; done
+  wait_until 60 has "$OUT/faults-sink-$name.out" 'sink bound'
   "$TESTS" ib-source $A $B "$port" "$count" "$OUT/faults-$name-sent" 150 0 "$OUT/faults-$name.progress.done" \
     > "$OUT/faults-source-$name.out" 2>&1
   rc_src=$?
@@ -141,7 +143,7 @@ cm_race() {
   rm -f "$OUT/faults-$name.progress"*
   "$TESTS" ib-sink $B "$port" 20 "$OUT/faults-$name.progress" 150 > "$OUT/faults-sink-$name.out" 2>&1 &
   sink=$!
-  for _ in $(seq 100); do grep -q 'sink bound' "$OUT/faults-sink-$name.out" && break; sleep 0.1; done
+  wait_until 60 has "$OUT/faults-sink-$name.out" 'sink bound'
   "$TESTS" ib-source $A $B "$port" 20 "$OUT/faults-$name-sent" 150 0 "$OUT/faults-$name.progress.done" \
     > "$OUT/faults-source-$name.out" 2>&1 &
   src=$!
@@ -178,10 +180,8 @@ else
   sink_ab=$!
   "$TESTS" ib-sink $A 4201 $COUNT "$OUT/faults-ba.progress" $BOUND > "$OUT/faults-sink-ba.out" 2>&1 &
   sink_ba=$!
-  for _ in $(seq 100); do
-    grep -q 'sink bound' "$OUT/faults-sink-ab.out" && grep -q 'sink bound' "$OUT/faults-sink-ba.out" && break
-    sleep 0.1
-  done
+  wait_until 60 has "$OUT/faults-sink-ab.out" 'sink bound'
+  wait_until 60 has "$OUT/faults-sink-ba.out" 'sink bound'
   "$TESTS" ib-source $A $B 4200 $COUNT "$OUT/faults-ab-sent" $BOUND 0 "$OUT/faults-ab.progress.done" \
     > "$OUT/faults-source-ab.out" 2>&1 &
   src_ab=$!
@@ -202,11 +202,11 @@ else
       "the streams did not get far enough between the faults (or ended before the second)"
   fi
   # A stream that stalls is told by its sink's bound; a snapshot while it waits.
-  for _ in $(seq 600); do
-    [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ] && break
-    kill -0 $sink_ab 2>/dev/null || kill -0 $sink_ba 2>/dev/null || break
-    sleep 0.2
-  done
+  streams_over() {
+    { got_n ab; [ "$GOT" -ge $COUNT ] && got_n ba && [ "$GOT" -ge $COUNT ]; } \
+      || { gone $sink_ab && gone $sink_ba; }
+  }
+  wait_until 120 streams_over
   [ "$(got ab)" -ge $COUNT ] && [ "$(got ba)" -ge $COUNT ] || dump_state stalled
   for p in ab:$sink_ab:$src_ab ba:$sink_ba:$src_ba; do
     IFS=: read -r dir sink src <<< "$p"
@@ -230,12 +230,14 @@ else
   rm -f "$OUT/flood.progress" "$OUT/flood.stop"
   "$TESTS" ib-rdma-flood $A $B "$OUT/flood.progress" "$OUT/flood.stop" \
     > "$OUT/flood.out" 2>&1 & flood=$!
-  flood_done() { local n=0; read -r n 2>/dev/null < "$OUT/flood.progress"; echo "${n:-0}"; }
-  for _ in $(seq 1200); do [ "$(flood_done)" -ge 300 ] && break; sleep 0.1; done
+  flood_n() { FLOOD=0; read -r FLOOD 2>/dev/null < "$OUT/flood.progress"; FLOOD=${FLOOD:-0}; }
+  flood_done() { flood_n; echo "$FLOOD"; }
+  flood_at_least() { flood_n; [ "$FLOOD" -ge "$1" ]; }
+  wait_until 240 flood_at_least 300
   f0=$(flood_done) r0=$(counter conn_reset)
   why=$(rxe1_readd)
   [ -z "$why" ] || tap $F not ib_fault_rxe_rdma_flood_link failed "$why"
-  for _ in $(seq 1800); do [ "$(flood_done)" -ge $((f0 + 300)) ] && break; sleep 0.1; done
+  wait_until 360 flood_at_least $((f0 + 300))
   [ "$(flood_done)" -ge $((f0 + 300)) ] || dump_state flood
   f1=$(flood_done) r1=$(counter conn_reset)
   touch "$OUT/flood.stop"

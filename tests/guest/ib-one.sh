@@ -30,11 +30,11 @@ for soft in rxe siw; do
       if [ $fam = v4 ]; then srv=192.0.2.1 cli=192.0.2.2; else srv=fd00::1 cli=fd00::2; fi
       log=$OUT/ib-echo-$soft-$fam.out
       "$TESTS" ib-echo "$srv" 4000 4 600 > "$log" 2>&1 & echo_pid=$!
-      for _ in $(seq 100); do grep -q 'echo bound' "$log" && break; sleep 0.1; done
+      wait_until 60 has "$log" 'echo bound'
       run_prog harness.tap "ib_client_${soft}_$fam" "$TESTS" ib-client "$cli" "$srv" 4000 4 \
         "rs_${soft}_$fam" >> "$OUT/$f"
       # The client's last message stops the echo server; one that did not get it is ended.
-      for _ in $(seq 300); do kill -0 "$echo_pid" 2>/dev/null || break; sleep 0.1; done
+      wait_until 60 gone "$echo_pid"
       kill "$echo_pid" 2>/dev/null
       wait "$echo_pid"; rc=$?
       if [ $rc -eq 0 ] && grep -q '^# echoed' "$log"; then
@@ -58,7 +58,7 @@ for soft in rxe siw; do
     if load_rs; then
       rm -f "$OUT/mr-mark" "$OUT/mr-go"
       "$TESTS" ib-mr-revoke 192.0.2.1 "$OUT/mr-mark" "$OUT/mr-go" >> "$OUT/$f" 2>&1 & mr_pid=$!
-      for _ in $(seq 300); do [ -e "$OUT/mr-mark" ] && break; sleep 0.1; done
+      wait_until 120 test -e "$OUT/mr-mark"
       rdma link delete "${soft}0"
       touch "$OUT/mr-go"
       wait "$mr_pid" || tap $f not ib_mr_revoke_exit "rc=$?" "rds-tests ib-mr-revoke failed"

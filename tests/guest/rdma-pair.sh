@@ -20,9 +20,11 @@
 #      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT
-# The guests reach this step at different times (each first runs its half of the suite) and
-# meet at each round: a side writes OUT/pair-rN when its part of round N is done and goes on when
-# the other's PEER-OUT/pair-rN exists (both guests see the host's filesystem). Results:
+# The guests reach this step at different times (each first runs its own suites) and meet
+# before the first round and at each round: a side writes OUT/pair-rN when its part of round N
+# is done and goes on when the other's PEER-OUT/pair-rN exists (both guests see the host's
+# filesystem). Nothing with a lifetime (an echo server, a receiver) starts before both sides
+# are there. Results:
 # ib-pair-c.tap (side a's clients, C against rds_rs), ib-pair-rs.tap (side b's).
 set -u
 ROLE=$1 OUT=$2 KDIR=$3 MODULE=$4 TESTS=$5 ME=$6 PEER=$7 ME6=$8 PEER6=$9 SOFT=${10} PEER_OUT=${11}
@@ -53,25 +55,40 @@ if [ $loaded_ok -eq 0 ]; then
     # the suite's rds_rs half (rdma-reg.rs.tap).
     run_prog harness.tap rdma_reg_c "$TESTS" rdma-reg "$ME" ib > "$OUT/rdma-reg.c.tap"
   fi
-  # Side a's IPv4 server has b's clients of rounds 1 and 3, its IPv6 one b's of round 4;
-  # b's IPv4 server a's of round 3, its IPv6 one a's of rounds 2 and 4.
-  if [ $impl = c ]; then n4=2 n6=1; else n4=1 n6=2; fi
-  "$TESTS" ib-echo "$ME" 4000 4 1200 $n4 > "$OUT/ib-echo-pair-v4.out" 2>&1 & echo4=$!
-  "$TESTS" ib-echo "$ME6" 4000 4 1200 $n6 > "$OUT/ib-echo-pair-v6.out" 2>&1 & echo6=$!
-  for _ in $(seq 100); do
-    grep -q 'echo bound' "$OUT/ib-echo-pair-v4.out" && grep -q 'echo bound' "$OUT/ib-echo-pair-v6.out" && break
-    sleep 0.1
-  done
-  # meet N: this side is done with round N; waits (bounded) for the other.
+  # meet N: this side is done with round N (or ready for it); waits for the other side to
+  # say the same. No bound of its own: the guests reach this step at different times (each
+  # first runs its own suites), and the harness's bound on the whole guest is the safety net;
+  # a peer whose guest has ended (the harness writes guest-exited) is not waited for. How
+  # long each meeting waited goes to OUT/meet-waits.txt.
   met=1
   meet() {
     echo done > "$OUT/pair-r$1"
     [ $met -eq 1 ] || return 1
     tl "start meet_r$1"
-    for _ in $(seq 3600); do [ -e "$PEER_OUT/pair-r$1" ] && { tl "stop meet_r$1"; return 0; }; sleep 0.5; done
-    tap harness.tap not "pair_meet_r$1" none "the other guest never finished round $1"
-    met=0; return 1
+    local t0=$SECONDS
+    until [ -e "$PEER_OUT/pair-r$1" ]; do
+      if [ -e "$PEER_OUT/guest-exited" ] && [ ! -e "$PEER_OUT/pair-r$1" ]; then
+        tap harness.tap not "pair_meet_r$1" none "the other guest ended before round $1"
+        echo "round $1: the other guest ended after $((SECONDS - t0))s of waiting" >> "$OUT/meet-waits.txt"
+        met=0; tl "stop meet_r$1"; return 1
+      fi
+      nap 0.5
+    done
+    echo "round $1: waited $((SECONDS - t0))s for the other guest" >> "$OUT/meet-waits.txt"
+    tl "stop meet_r$1"
+    grep -q '^failed' "$PEER_OUT/pair-r$1" && { met=0; return 1; }
+    return 0
   }
+  # Both guests are here before anything with a lifetime starts: the echo servers' bound
+  # (1200 s) counts from the meeting, not from whenever this side finished its suites.
+  meet arrive
+  # Side a's IPv4 server has b's clients of rounds 1 and 3, its IPv6 one b's of round 4;
+  # b's IPv4 server a's of round 3, its IPv6 one a's of rounds 2 and 4.
+  if [ $impl = c ]; then n4=2 n6=1; else n4=1 n6=2; fi
+  "$TESTS" ib-echo "$ME" 4000 4 1200 $n4 > "$OUT/ib-echo-pair-v4.out" 2>&1 & echo4=$!
+  "$TESTS" ib-echo "$ME6" 4000 4 1200 $n6 > "$OUT/ib-echo-pair-v6.out" 2>&1 & echo6=$!
+  wait_until 60 has "$OUT/ib-echo-pair-v4.out" 'echo bound'
+  wait_until 60 has "$OUT/ib-echo-pair-v6.out" 'echo bound'
   client() { # client FAMILY [TOS]
     local me=$ME peer=$PEER tag="${impl}_to_${peer_impl}_$1"
     [ "$1" = v6 ] && me=$ME6 peer=$PEER6
@@ -86,7 +103,7 @@ if [ $loaded_ok -eq 0 ]; then
   fi
   # The other side's clients stop our echo servers when they are done; bounded.
   for pid in $echo4 $echo6; do
-    for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    wait_until 120 gone "$pid"
     kill "$pid" 2>/dev/null
     wait "$pid"
   done
@@ -115,9 +132,11 @@ if [ $loaded_ok -eq 0 ]; then
     local n=$1 victim tag log=$OUT/reload-r$1 rc1 rc2 src first got lost why=
     if [ "$n" = 5 ]; then victim=c; else victim=rs; fi
     tag=ib_pair_reload_${victim}
+    # Both sides are here before the receiver's bound starts.
+    meet "${n}s" || return
     if [ $impl = "$victim" ]; then
       "$TESTS" ib-sink "$ME" 4300 200 "$log.p1" 300 > "$log.sink1" 2>&1 & local s1=$!
-      for _ in $(seq 100); do grep -q 'sink bound' "$log.sink1" && break; sleep 0.1; done
+      wait_until 60 has "$log.sink1" 'sink bound'
       meet "${n}a" || { kill $s1; wait $s1; return; }
       wait $s1; rc1=$?
       if [ $impl = c ]; then unload_c && load_c; else unload_rs && load_rs; fi         || why="the module did not reload"
@@ -163,7 +182,7 @@ if [ $loaded_ok -eq 0 ]; then
   fi
 else
   tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
-  for r in 0 1 2 3 4 5a 5 6a 6 7; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
+  for r in arrive 0 1 2 3 4 5s 5a 5 6s 6a 6 7; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
 rdma link delete "${SOFT}0"
 kmemleak_report

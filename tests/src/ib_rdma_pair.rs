@@ -27,8 +27,9 @@ const REG_PORT: u16 = 4400;
 const OP_PORT: u16 = 4401;
 /// Sizes of the operations, in turn.
 const SIZES: [usize; 6] = [1, 100, 4096, 5000, 65536, 262_144];
-/// How long one request may take (a reconnect included).
-const STEP: Duration = Duration::from_secs(30);
+/// How long one request may take (a reconnect included): a bound against a hang, generous
+/// for a busy host.
+const STEP: Duration = Duration::from_secs(90);
 
 fn fnv(data: &[u8]) -> u32 {
     data.iter().fold(0x811c_9dc5u32, |h, b| {

@@ -142,8 +142,10 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     let _ = c.poll(ALL, Duration::ZERO);
     let c = std::sync::Arc::new(c);
     let c2 = c.clone();
+    // The clock starts before the poller does: a thread that starts late (a busy host) must
+    // not make the wait look shorter than the sender's 500 ms.
+    let t0 = Instant::now();
     let t = std::thread::spawn(move || {
-        let t0 = Instant::now();
         let ev = c2.poll(libc::POLLIN, Duration::from_secs(20));
         (ev, t0.elapsed())
     });
@@ -172,8 +174,8 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     // So is a blocked recvmsg.
     let _ = c.set_recv_timeout(Some(Duration::from_secs(20)));
     let c3 = c.clone();
+    let t0 = Instant::now();
     let t = std::thread::spawn(move || {
-        let t0 = Instant::now();
         let mut buf = [0u8; 64];
         let n = c3.recv(&mut buf, 0);
         (n, t0.elapsed())
