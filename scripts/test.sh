@@ -118,7 +118,7 @@ cmd_ib=$(steps ib "$(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$module" "$tests_bi
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
 cmd_ibs=$(steps ibs "$(q "$guest/ib-bad.sh" "$res/ibs" "$kdir" "$module" "$tests_bin" siw)")
-python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 5 \
+python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 10 \
   --port "$port" --append-a lockdep.prove_locking=0 --pair-a "$cmd_a" --pair-b "$cmd_b" \
   --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" --guest "ibs=$cmd_ibs" \
   > "$res/pool.log" 2>&1 &
@@ -126,6 +126,11 @@ pool=$!
 }
 
 [ -n "$guests" ] && start_guests
+# The host's checks take what the guests leave: on a fresh clone they compile the workspace
+# (clippy, cargo test, the users' build of the module) for some six minutes of both cores,
+# and beside the pair rounds that starved the guests' soft-RoCE link into retry exhaustion.
+# The guests are already started; only what this shell starts from here on is reniced.
+renice -n 19 -p $$ > /dev/null
 host_checks
 if [ -n "$guests" ]; then
   stage "waiting for the guests (started at +${guests_t0}s)"

@@ -89,8 +89,8 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
     first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
     beside its log at once, so that a guest waiting for it (at a meeting of the two-guest
     rounds) stops waiting, and the harness reports each exit as it happens, with the host CPU
-    time the guest took. `nice`, a list beside `specs`: each guest's niceness (its QEMU, vng
-    and virtiofsd inherit it)."""
+    time the guest took. `nice`, a list beside `specs`: the niceness of each one-guest run
+    that starts while the pair still runs (its QEMU, vng and virtiofsd inherit it)."""
     n = len(specs)
     most = n if most is None else max(most, 2 if listen_port is not None else 1)
     procs, files, started = [None] * n, [], [None] * n
@@ -105,7 +105,11 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
         stamp_start(out_of(i))
         f = open(log, "wb")
         files.append(f)
-        inc = nice[i] if nice else 0
+        # A one-guest run's niceness holds only beside the pair; one that starts after
+        # the pair has ended competes at normal priority (with an unrelated busy process too).
+        pair_running = listen_port is not None and n > 1 and i > 1 and any(
+            procs[j] is not None and procs[j].returncode is None for j in (0, 1))
+        inc = nice[i] if nice and pair_running else 0
         procs[i] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
                                     stderr=subprocess.STDOUT, start_new_session=True,
                                     preexec_fn=(lambda: os.nice(inc)) if inc else None)
@@ -573,8 +577,9 @@ def main():
                       help="at most this many guests at a time (default: all); the others wait "
                            "in the order given")
     pool.add_argument("--nice", type=int, default=0,
-                      help="niceness of the one-guest runs (--guest): beside the pair they take "
-                           "what the pair leaves of the cores, and less of what it needs")
+                      help="niceness of the one-guest runs (--guest) that start while the pair "
+                           "runs: they take what the pair leaves of the cores, and little of "
+                           "what it needs")
     jd = sub.add_parser("judge")
     jd.add_argument("--counts", required=True)
     jd.add_argument("--expect", action="append", default=[],

@@ -861,13 +861,15 @@ fn rkey_guessing(r: &mut Report) -> Result<(), String> {
     );
     // While the socket is over its rate even the right key fails, untouched, without a lookup.
     // A token comes back every 1/64 s, more often than a starved guest may send: the test
-    // build's `guess_refill_hold` stops the refill while a few more guesses empty the bucket
-    // and the right key follows them (released by its guard, also on failure).
+    // build's `guess_refill_hold` stops the refill while more guesses than a full bucket holds
+    // empty it (however many tokens came back since the last check) and the right key
+    // follows them (the knob released by its guard, also on failure).
     let obs = {
         let _refill = Knob::set("guess_refill_hold", 1)?;
         cmem.fill(0xEE);
         let b0 = Counters::take(&g)?;
-        for i in 0..8 {
+        let guesses = GUESS_BURST as u32 + 8;
+        for i in 0..guesses {
             let _ = rdma_op(
                 &g,
                 &ca,
@@ -878,7 +880,7 @@ fn rkey_guessing(r: &mut Report) -> Result<(), String> {
             );
         }
         let sent = rdma_op(&g, &ca, &write8(k1, 0, &smem, 4242), b"", None, 0);
-        let (v, _) = wait_notes(&g, 9);
+        let (v, _) = wait_notes(&g, guesses as usize + 1);
         let b1 = Counters::take(&g)?;
         let status = v
             .iter()
