@@ -25,44 +25,58 @@ use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::testhooks;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, Payload, RxSlot};
-use crate::proto::{Addr, ConnState, HEADER_LEN, RDS_RDMA_SUCCESS, RDS_TRANS_LOOP};
+#[cfg(rds_test)]
+use crate::message::Payload;
+use crate::message::{InData, Message, RxSlot};
+use crate::proto::{Addr, ConnState, HEADER_LEN, RDS_RDMA_SUCCESS};
 use crate::recv::{self, RxCtx};
 use crate::send;
 use crate::transport::{
     ConnTransport, MrHandle, MrOps, RegRequest, Transport, XmitError, XmitProgress,
 };
+use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, List, ListArc, ListLinks},
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::Arc,
 };
 
-/// The loopback transport, and what it keeps for all its connections: its model device and,
-/// in the softirq test mode, the frames on their way. One is made at module load and joins
-/// the core's transports ([`crate::transport::join`]).
+/// The loopback transport.
+pub(crate) struct Loopback;
+
+/// The one instance of the loopback transport.
+pub(crate) static LOOPBACK: Loopback = Loopback;
+
+/// C's `RDS_TRANS_LOOP`, what `SO_RDS_TRANSPORT` reports for a loopback socket.
+pub(crate) const RDS_TRANS_LOOP: i32 = 3;
+
+/// The loopback transport's state: its model device and, in the softirq test mode, the
+/// frames on their way.
 #[pin_data]
-pub(crate) struct Loopback {
+pub(crate) struct LoopState {
     /// The model RDMA device.
-    hca: Arc<Hca>,
+    pub(crate) hca: Arc<Hca>,
     /// Frames waiting for the tasklet (softirq test mode), in order.
     #[pin]
     wire: SpinLockBh<List<WireFrame>>,
 }
 
-impl Loopback {
-    /// The transport at module load.
+impl LoopState {
+    /// The state at module load.
     pub(crate) fn new() -> Result<Arc<Self>> {
         let hca = Arc::pin_init(Hca::new(), GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Self {
                 hca,
-                wire <- new_spinlock_bh!(List::new(), "Loopback::wire"),
+                wire <- new_spinlock_bh!(List::new(), "LoopState::wire"),
             }),
             GFP_KERNEL,
         )
     }
+
+    /// A namespace went away: its sockets, and so their registrations, are gone already.
+    pub(crate) fn net_exit(&self, _net: NetId) {}
 
     /// Delivers the frames queued for softirq delivery (the tasklet; softirq context).
     #[cfg(rds_test)]
@@ -75,13 +89,12 @@ impl Loopback {
             if f.conn.epoch() != f.epoch || f.conn.state() != ConnState::Up {
                 continue;
             }
-            let Some(lc) = f.conn.tstate::<LoopConn>() else {
-                continue;
-            };
-            lc.release(&f.conn, f.frags);
+            if let Some(lc) = LoopConn::of(&f.conn) {
+                lc.release(&f.conn, f.frags);
+            }
             let slot = f.slot.lock().take();
             if let Some(slot) = slot {
-                arrive(&f.conn, self, &f.hdr, &f.msg, slot, RxCtx::Atomic);
+                arrive(&f.conn, &f.hdr, &f.msg, slot, RxCtx::Atomic);
             }
             if !testhooks::loop_ack_hold() && f.conn.state() == ConnState::Up {
                 if let Some(ack) = f.conn.take_ack() {
@@ -113,7 +126,7 @@ impl Loopback {
             tos: *tos,
         };
         let conn = shared.conns.find(&key).ok_or(ENOENT)?;
-        let payload = Payload::from_bytes(payload, GFP_KERNEL)?;
+        let payload = InData::Own(Payload::from_bytes(payload, GFP_KERNEL)?);
         let slot = RxSlot::new(GFP_KERNEL)?;
         if recv::incoming(&conn, hdr, payload, slot, RxCtx::Process(ctx)).is_err() {
             conn.drop_connection();
@@ -167,14 +180,13 @@ fn rx_slot(conn: &Conn, ctx: &ProcessCtx) -> Result<RxSlot, XmitError> {
 /// would break the connection, which loopback does not).
 fn arrive(
     conn: &Arc<Conn>,
-    lo: &Loopback,
     hdr: &[u8; HEADER_LEN],
     msg: &Arc<Message>,
     slot: RxSlot,
     rx: RxCtx<'_>,
 ) {
     if let Some(op) = &msg.op {
-        let status = lo.hca.execute(conn.key.net, conn.key.faddr, op);
+        let status = conn.shared.lo.hca.execute(conn.key.net, conn.key.faddr, op);
         send::op_complete(msg, status);
         let silent = op.silent && msg.len == 0 && msg.rdma_cookie == 0;
         if status != RDS_RDMA_SUCCESS || silent {
@@ -185,14 +197,14 @@ fn arrive(
     // The receiver shares the message; one with an operation is copied instead, so that a
     // receiver that does not read cannot keep the operation's pinned pages.
     let data = if msg.op.is_none() {
-        Payload::shared(msg.clone())
+        InData::Msg(msg.clone())
     } else {
         let flags = match rx {
             RxCtx::Process(_) => GFP_KERNEL_ACCOUNT,
             RxCtx::Atomic => GFP_ATOMIC,
         };
         match msg.data.copy(flags) {
-            Ok(p) => p,
+            Ok(p) => InData::Own(p),
             Err(_) => {
                 // As a device out of receive buffers would: the frame is lost, and the
                 // connection with it (its messages are resent or reported dropped).
@@ -220,14 +232,9 @@ impl Transport for Loopback {
         addr.is_loopback()
     }
 
-    fn conn_alloc(
-        self: ArcBorrow<'_, Self>,
-        _key: &ConnKey,
-        _ctx: &ProcessCtx,
-    ) -> Result<Arc<dyn ConnTransport>> {
+    fn conn_alloc(&self, _key: &ConnKey, _ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>> {
         let c: Arc<dyn ConnTransport> = Arc::new(
             LoopConn {
-                lo: self.into(),
                 countdown: AtomicU32::new(0),
                 inflight: AtomicU32::new(0),
                 waiting: AtomicBool::new(false),
@@ -245,15 +252,13 @@ impl Transport for Loopback {
         true
     }
 
-    fn mr_ops(&self) -> Option<&dyn MrOps> {
-        Some(self)
+    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
+        Some(&LOOPBACK)
     }
 }
 
 /// Loopback's state of one connection.
 struct LoopConn {
-    /// The transport.
-    lo: Arc<Loopback>,
     /// Frames until the next forced reset (the `loop_reset_every` test mode); 0 when none is
     /// scheduled.
     countdown: AtomicU32,
@@ -292,6 +297,12 @@ enum Fault {
 }
 
 impl LoopConn {
+    /// The loopback state of `conn`, if it is a loopback connection.
+    #[cfg(rds_test)]
+    fn of(conn: &Conn) -> Option<&LoopConn> {
+        conn.tconn.as_any().downcast_ref::<LoopConn>()
+    }
+
     /// Takes up to `want` ring slots; returns how many it got (all of them when the ring is
     /// unlimited).
     fn reserve(&self, want: u32) -> u32 {
@@ -382,19 +393,12 @@ impl ConnTransport for LoopConn {
         self.waiting.store(false, Ordering::Release);
     }
 
-    fn xmit_ready(&self) -> bool {
-        !testhooks::loop_hold()
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 
-    /// Outside the test build's fault modes: frames delivered from a tasklet (with a model
-    /// ring), resets, held acknowledgements. Then nothing can be lost or reordered and the
-    /// core delivers plain messages itself; in those modes every message goes the way a
-    /// network transport's do (header, retransmit list, acknowledgement), which they exist to
-    /// exercise.
-    fn lossless(&self) -> bool {
-        !testhooks::loop_softirq()
-            && testhooks::loop_reset_every() == 0
-            && !testhooks::loop_ack_hold()
+    fn xmit_ready(&self) -> bool {
+        !testhooks::loop_hold()
     }
 
     fn xmit(
@@ -450,7 +454,7 @@ impl ConnTransport for LoopConn {
                 GFP_KERNEL_ACCOUNT,
             )
             .map_err(|_| XmitError::NoMem)?;
-            self.lo.wire.lock().push_back(frame);
+            conn.shared.lo.wire.lock().push_back(frame);
             testhooks::tasklet_schedule();
             if !last {
                 return Err(XmitError::Full);
@@ -458,7 +462,7 @@ impl ConnTransport for LoopConn {
         } else {
             let hdr = msg.header(frame_ack(conn)).encode();
             let slot = rx_slot(conn, ctx)?;
-            arrive(conn, &self.lo, &hdr, msg, slot, RxCtx::Process(ctx));
+            arrive(conn, &hdr, msg, slot, RxCtx::Process(ctx));
         }
         progress.op_sent = true;
         if fault == Some(Fault::AfterArrival) {
@@ -481,8 +485,13 @@ impl ConnTransport for LoopConn {
 
 /// Registrations are the model device's.
 impl MrOps for Loopback {
-    fn register(&self, req: RegRequest, ctx: &ProcessCtx) -> Result<Arc<dyn MrHandle>> {
-        self.hca.register(req, ctx)
+    fn register(
+        &self,
+        shared: &crate::socket::Shared,
+        req: RegRequest,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<dyn MrHandle>> {
+        shared.lo.hca.register(req, ctx)
     }
 
     fn flush(&self, _ctx: &ProcessCtx) {}
