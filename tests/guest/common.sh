@@ -36,6 +36,11 @@ has() {
   { while IFS= read -r l || [ -n "$l" ]; do [[ $l =~ $2 ]] && return 0; done < "$1"; } 2>/dev/null
   return 1
 }
+# num FILE: NUM = the number on FILE's first line (0 while the file is missing or empty), read
+# without a subshell: the progress files of the test programs are polled ten times a second.
+num() { NUM=0; read -r NUM 2>/dev/null < "$1"; NUM=${NUM:-0}; }
+# at_least FILE N: FILE's number (num) is N or more.
+at_least() { num "$1"; [ "$NUM" -ge "$2" ]; }
 # gone PID: the process PID has ended.
 gone() { ! kill -0 "$1" 2>/dev/null; }
 

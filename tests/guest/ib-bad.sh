@@ -99,8 +99,7 @@ run_soft() {
   local work=/tmp/ib-bad-$1
   mkdir -p "$log" "$work"
   rm -f "$STOP" "$work/bg.progress"
-  # progress: PROG = the background ping-pong's round trips so far (no subshell).
-  progress() { PROG=0; read -r PROG 2>/dev/null < "$work/bg.progress"; PROG=${PROG:-0}; }
+  local bgp=$work/bg.progress  # the background ping-pong's round trips so far (num)
   for f in "$PEER" "$INFO" "$TESTS"; do
     [ -x "$f" ] || { tap $F not "ib_bad_${soft}_setup" none "$f is not an executable"; return; }
   done
@@ -123,15 +122,14 @@ run_soft() {
   "$TESTS" ib-bad bg "$CLI" "$SRV" "$BGPORT" "$BGTOS" "$work/bg.progress" "$STOP" 1500 \
     > "$work/bg.log" 2>&1 &
   bg_pid=$!
-  progress_at_least() { progress; [ "$PROG" -ge "$1" ]; }
-  wait_until 120 progress_at_least 3
+  wait_until 120 at_least "$bgp" 3
   if ! grep -q '^bound' "$work/recv.log"; then
     tap $F not "ib_bad_${soft}_receiver_start" none "$(tail -3 "$work/recv.log")"
-  elif progress; [ "$PROG" -lt 3 ]; then
-    tap $F not "ib_bad_${soft}_background_start" "$PROG" \
+  elif num "$bgp"; [ "$NUM" -lt 3 ]; then
+    tap $F not "ib_bad_${soft}_background_start" "$NUM" \
       "the background ping-pong did not start: $(tail -3 "$work/bg.log")"
   else
-    tap $F ok "ib_bad_${soft}_background_start" "$PROG"
+    tap $F ok "ib_bad_${soft}_background_start" "$NUM"
     tos=0
     for row in "${SCENARIOS[@]}"; do
       read -r sc want rise still deliver <<< "$row"
@@ -193,7 +191,7 @@ run_soft() {
       "$INFO" -c > "$work/counters-$sc.after"
       read_counters "$work/counters-$sc.after" C1
       count_msgs "$work/recv.log"; m1=$MSGS
-      progress; p0=$PROG
+      num "$bgp"; p0=$NUM
       why=()
       [ $rc -eq 0 ] || why+=("badpeer exited $rc")
       [ "$outcome" = "$want" ] || why+=("peer saw '${result:-no result}', expected $want")
@@ -231,8 +229,8 @@ run_soft() {
         else why+=("no ack-only frame acknowledging sequence 1 reached the peer"); fi
       fi
       # The background connection carries on: another round trip after the scenario.
-      wait_until 60 progress_at_least $((p0 + 1))
-      progress; p1=$PROG
+      wait_until 60 at_least "$bgp" $((p0 + 1))
+      num "$bgp"; p1=$NUM
       obs+=" background+$((p1 - p0)) ${secs}ms"
       [ "$p1" -gt "$p0" ] || why+=("the background ping-pong stalled at $p0 round trips")
       if [ ${#why[@]} -eq 0 ]; then tap $F ok "ib_bad_${soft}_$sc" "$obs"

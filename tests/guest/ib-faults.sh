@@ -26,16 +26,14 @@ A=192.0.2.1 B=192.0.2.2
 kmemleak_clear
 
 # got NAME: how many messages the sink NAME received so far. The predicates polled by
-# wait_until read the count into GOT instead (got_n): a subshell every 0.1 s would take the
+# wait_until read the file with at_least instead: a subshell every 0.1 s would take the
 # streams' vCPU.
-got_n() { GOT=0; read -r GOT 2>/dev/null < "$OUT/faults-$1.progress"; GOT=${GOT:-0}; }
-got() { got_n "$1"; echo "$GOT"; }
+got() { num "$OUT/faults-$1.progress"; echo "$NUM"; }
 # counter NAME: the rds_rs counter NAME (rds-info -c).
 counter() { "$INFO" -c | awk -v n="$1" '$1 == n { print $2 }'; }
 # wait_got NAME N SECONDS: waits until sink NAME has N messages; false if it did not.
 wait_got() {
-  got_at_least() { got_n "$1"; [ "$GOT" -ge "$2" ]; }
-  wait_until "$3" got_at_least "$1" "$2"
+  wait_until "$3" at_least "$OUT/faults-$1.progress" "$2"
 }
 # dump_state TAG: what the module and the devices say, for a failure's post-mortem
 # (OUT/faults-state-TAG.txt).
@@ -203,7 +201,7 @@ else
   fi
   # A stream that stalls is told by its sink's bound; a snapshot while it waits.
   streams_over() {
-    { got_n ab; [ "$GOT" -ge $COUNT ] && got_n ba && [ "$GOT" -ge $COUNT ]; } \
+    { at_least "$OUT/faults-ab.progress" $COUNT && at_least "$OUT/faults-ba.progress" $COUNT; } \
       || { gone $sink_ab && gone $sink_ba; }
   }
   wait_until 120 streams_over
@@ -230,14 +228,12 @@ else
   rm -f "$OUT/flood.progress" "$OUT/flood.stop"
   "$TESTS" ib-rdma-flood $A $B "$OUT/flood.progress" "$OUT/flood.stop" \
     > "$OUT/flood.out" 2>&1 & flood=$!
-  flood_n() { FLOOD=0; read -r FLOOD 2>/dev/null < "$OUT/flood.progress"; FLOOD=${FLOOD:-0}; }
-  flood_done() { flood_n; echo "$FLOOD"; }
-  flood_at_least() { flood_n; [ "$FLOOD" -ge "$1" ]; }
-  wait_until 240 flood_at_least 300
+  flood_done() { num "$OUT/flood.progress"; echo "$NUM"; }
+  wait_until 240 at_least "$OUT/flood.progress" 300
   f0=$(flood_done) r0=$(counter conn_reset)
   why=$(rxe1_readd)
   [ -z "$why" ] || tap $F not ib_fault_rxe_rdma_flood_link failed "$why"
-  wait_until 360 flood_at_least $((f0 + 300))
+  wait_until 360 at_least "$OUT/flood.progress" $((f0 + 300))
   [ "$(flood_done)" -ge $((f0 + 300)) ] || dump_state flood
   f1=$(flood_done) r1=$(counter conn_reset)
   touch "$OUT/flood.stop"
