@@ -11,7 +11,7 @@
 //! through temporary kernel mappings. Long-lived pins are charged to the owner's
 //! `RLIMIT_MEMLOCK` of the socket's creator ([`MemlockUser`], [`PinCharge`]).
 
-use super::raw;
+use super::{raw, sync::ProcessDrop};
 use core::{
     ptr::{self, NonNull},
     sync::atomic::{AtomicBool, Ordering},
@@ -196,16 +196,38 @@ impl Drop for PinnedPages {
 /// io_uring charges its creator): a reference to the creator's `user_struct` and a grab of
 /// its `mm` (for `VmPin` in `/proc/PID/status`).
 ///
-/// Dropping it never sleeps (`free_uid` and `mmdrop` may run in atomic context, as the
-/// scheduler's own `mmdrop` does).
+/// It may be dropped in any context: `free_uid` may run in atomic context, but the last
+/// `mmdrop` frees the page tables (x86's `pgd_free` takes `pgd_lock`, which is not
+/// softirq-safe), so the mm's reference travels in a [`ProcessDrop`] and is let go by the
+/// deferred work, as the kernel's own `mmdrop_async` does. (A socket's last reference may go
+/// in a softirq: an acknowledged message's, or an RCU callback's.)
 ///
 /// # Invariants
 ///
-/// `user` holds a reference taken by `get_current_user`; `mm`, when non-null, one taken by
-/// `mmgrab`.
+/// `user` holds a reference taken by `get_current_user`.
 pub(crate) struct MemlockUser {
     user: NonNull<raw::user_struct>,
-    mm: *mut raw::mm_struct,
+    mm: Option<ProcessDrop<MmGrab>>,
+}
+
+/// A reference to an `mm_struct` taken by `mmgrab`, dropped with `mmdrop` (which may sleep
+/// or take locks that are not softirq-safe when it is the last one: drop in process context).
+///
+/// # Invariants
+///
+/// The pointer holds one `mmgrab` reference, owned by this object.
+pub(crate) struct MmGrab(NonNull<raw::mm_struct>);
+
+// SAFETY: An `mm_struct` reference may be dropped from any task.
+unsafe impl Send for MmGrab {}
+// SAFETY: Shared access only reads the pointer.
+unsafe impl Sync for MmGrab {}
+
+impl Drop for MmGrab {
+    fn drop(&mut self) {
+        // SAFETY: The reference is owned (type invariant) and dropped exactly once, here.
+        unsafe { raw::rds_rs_mm_put(self.0.as_ptr()) };
+    }
 }
 
 // SAFETY: The references may be used and dropped from any task.
@@ -218,10 +240,19 @@ impl MemlockUser {
     pub(crate) fn current() -> Result<Self> {
         // SAFETY: The helper returns the caller's user with a new reference.
         let user = NonNull::new(unsafe { raw::rds_rs_current_user() }).ok_or(EINVAL)?;
+        let mut this = Self { user, mm: None };
         // SAFETY: The helper returns the caller's mm with a new reference, or null.
-        let mm = unsafe { raw::rds_rs_mm_get() };
-        // INVARIANT: both references taken above.
-        Ok(Self { user, mm })
+        if let Some(mm) = NonNull::new(unsafe { raw::rds_rs_mm_get() }) {
+            // INVARIANT: the reference taken just above. Without memory for the node, the
+            // reference is dropped here (process context) and so is `this`'s user.
+            this.mm = Some(ProcessDrop::new(MmGrab(mm), GFP_KERNEL_ACCOUNT)?);
+        }
+        Ok(this)
+    }
+
+    /// The creator's mm, or null (a kernel thread).
+    fn mm_ptr(&self) -> *mut raw::mm_struct {
+        self.mm.as_ref().map_or(ptr::null_mut(), |m| m.0.as_ptr())
     }
 
     /// Charges `pages` pinned pages to the user: `EPERM` when the calling task may not lock
@@ -233,8 +264,10 @@ impl MemlockUser {
         if !unsafe { raw::rds_rs_can_do_mlock() } {
             return Err(EPERM);
         }
-        // SAFETY: `user` and `mm` are referenced (type invariant).
-        to_result(unsafe { raw::rds_rs_user_charge(self.user.as_ptr(), self.mm, pages as _) })?;
+        // SAFETY: `user` and `mm` are referenced (type invariants).
+        to_result(unsafe {
+            raw::rds_rs_user_charge(self.user.as_ptr(), self.mm_ptr(), pages as _)
+        })?;
         // INVARIANT: charged just now.
         Ok(PinCharge {
             user: self.clone(),
@@ -245,14 +278,9 @@ impl MemlockUser {
 
 impl Drop for MemlockUser {
     fn drop(&mut self) {
-        // SAFETY: Both references were taken in `current` (type invariant) and are dropped
-        // exactly once, here.
-        unsafe {
-            raw::rds_rs_free_uid(self.user.as_ptr());
-            if !self.mm.is_null() {
-                raw::rds_rs_mm_put(self.mm);
-            }
-        }
+        // SAFETY: The reference was taken in `current` (type invariant) and is dropped exactly
+        // once, here. The mm's goes with `self.mm`, to the deferred work.
+        unsafe { raw::rds_rs_free_uid(self.user.as_ptr()) };
     }
 }
 
@@ -271,7 +299,7 @@ impl Drop for PinCharge {
         // SAFETY: The pages are charged to the user (type invariant) and uncharged once, here;
         // the user's references are alive while `self.user` is.
         unsafe {
-            raw::rds_rs_user_uncharge(self.user.user.as_ptr(), self.user.mm, self.pages as _)
+            raw::rds_rs_user_uncharge(self.user.user.as_ptr(), self.user.mm_ptr(), self.pages as _)
         };
     }
 }
