@@ -18,6 +18,8 @@ pub(crate) mod mm;
 pub(crate) mod net;
 #[path = "raw.rs"]
 pub(crate) mod raw;
+#[path = "rcu.rs"]
+pub(crate) mod rcu;
 #[path = "sync.rs"]
 pub(crate) mod sync;
 #[path = "sys.rs"]

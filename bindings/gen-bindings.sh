@@ -22,12 +22,13 @@ fns+='|ib_req_notify_cq|ib_alloc_cq|ib_free_cq|ib_dealloc_pd'
 fns+='|rdma_destroy_id|rdma_bind_addr|rdma_listen|rdma_resolve_addr|rdma_resolve_route'
 fns+='|rdma_connect|rdma_accept|rdma_disconnect|rdma_create_qp|rdma_destroy_qp|rds_rs_.*'
 fns+='|sock_net|get_random_u16|put_cmsg|sock_recv_errqueue|sock_flag|sock_set_flag|sock_reset_flag'
-fns+='|sock_i_ino|destroy_workqueue|drain_workqueue|msleep'
+fns+='|sock_i_ino|destroy_workqueue|drain_workqueue|msleep|call_rcu|rcu_barrier'
+fns+='|_raw_spin_lock_bh|_raw_spin_unlock_bh|_raw_spin_lock|_raw_spin_unlock'
 types='socket|sock|proto|proto_ops|net_proto_family|msghdr|sockaddr|ib_client|ib_device'
 types+='|ib_send_wr|ib_recv_wr|ib_wc|ib_cq|ib_pd|ib_qp|ib_qp_init_attr|rdma_cm_id|rdma_cm_event'
 types+='|rdma_conn_param|sock_type|sock_flags|wait_queue_head|poll_table_struct|file|workqueue_struct'
 types+='|ib_cqe|rds_rs_ib_attrs'
-vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net|RDS_RS_IB_.*'
+vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net|RDS_RS_IB_.*|jiffies'
 
 mkdir -p "$out"
 cd "$kdir"

@@ -9,6 +9,7 @@
 #include <linux/highmem.h>
 #include <linux/jiffies.h>
 #include <linux/random.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -38,25 +39,24 @@ size_t rds_rs_offsetof_sk_destruct(void)
 	return offsetof(struct sock, sk_destruct);
 }
 
-int rds_rs_sk_sndbuf(struct sock *sk)
+size_t rds_rs_offsetof_sk_sndtimeo(void)
 {
-	return READ_ONCE(sk->sk_sndbuf);
+	return offsetof(struct sock, sk_sndtimeo);
 }
 
-int rds_rs_sk_rcvbuf(struct sock *sk)
+size_t rds_rs_sizeof_msghdr(void)
 {
-	return READ_ONCE(sk->sk_rcvbuf);
+	return sizeof(struct msghdr);
 }
 
-long rds_rs_sk_sndtimeo(struct sock *sk)
+size_t rds_rs_offsetof_msg_flags(void)
 {
-	return READ_ONCE(sk->sk_sndtimeo);
+	return offsetof(struct msghdr, msg_flags);
 }
 
-long rds_rs_sk_rcvtimeo(struct sock *sk)
-{
-	return READ_ONCE(sk->sk_rcvtimeo);
-}
+
+
+
 
 bool rds_rs_sk_has_error(struct sock *sk)
 {
@@ -146,11 +146,6 @@ size_t rds_rs_msg_left(struct msghdr *msg)
 	return iov_iter_count(&msg->msg_iter);
 }
 
-void rds_rs_msg_revert(struct msghdr *msg, size_t len)
-{
-	iov_iter_revert(&msg->msg_iter, len);
-}
-
 /*
  * The control buffer of a sendmsg: the socket layer has copied it into the kernel (and
  * converted compat cmsgs). NULL with *len = 0 when there is none or it is still in user memory
@@ -166,31 +161,10 @@ const void *rds_rs_msg_kernel_control(struct msghdr *msg, size_t *len)
 	return msg->msg_control;
 }
 
-size_t rds_rs_msg_controllen(struct msghdr *msg)
-{
-	return msg->msg_controllen;
-}
 
-void *rds_rs_msg_name(struct msghdr *msg, int *namelen)
-{
-	*namelen = msg->msg_namelen;
-	return msg->msg_name;
-}
 
-void rds_rs_msg_set_namelen(struct msghdr *msg, int namelen)
-{
-	msg->msg_namelen = namelen;
-}
 
-int rds_rs_msg_flags(struct msghdr *msg)
-{
-	return msg->msg_flags;
-}
 
-void rds_rs_msg_add_flags(struct msghdr *msg, int flags)
-{
-	msg->msg_flags |= flags;
-}
 
 struct workqueue_struct *rds_rs_alloc_workqueue(const char *name)
 {
@@ -317,13 +291,36 @@ static unsigned int rds_rs_max_unacked_packets = 8;
 static unsigned int rds_rs_max_unacked_bytes = 16 << 20;
 static unsigned int rds_rs_ping_enable = 1;
 
+/* Implemented in Rust (bindings/sys.rs): reloads its copies of the values above. */
+void rds_rs_sysctl_changed(void);
+
+static int rds_rs_sysctl_int(const struct ctl_table *table, int write, void *buffer,
+			     size_t *lenp, loff_t *ppos)
+{
+	int ret = proc_dointvec(table, write, buffer, lenp, ppos);
+
+	if (write && !ret)
+		rds_rs_sysctl_changed();
+	return ret;
+}
+
+static int rds_rs_sysctl_ms(const struct ctl_table *table, int write, void *buffer,
+			    size_t *lenp, loff_t *ppos)
+{
+	int ret = proc_doulongvec_ms_jiffies_minmax(table, write, buffer, lenp, ppos);
+
+	if (write && !ret)
+		rds_rs_sysctl_changed();
+	return ret;
+}
+
 static struct ctl_table rds_rs_sysctl_table[] = {
 	{
 		.procname	= "reconnect_min_delay_ms",
 		.data		= &rds_rs_reconnect_min_jiffies,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_ms_jiffies_minmax,
+		.proc_handler	= rds_rs_sysctl_ms,
 		.extra1		= &rds_rs_reconnect_min,
 		.extra2		= &rds_rs_reconnect_max_jiffies,
 	},
@@ -332,7 +329,7 @@ static struct ctl_table rds_rs_sysctl_table[] = {
 		.data		= &rds_rs_reconnect_max_jiffies,
 		.maxlen		= sizeof(unsigned long),
 		.mode		= 0644,
-		.proc_handler	= proc_doulongvec_ms_jiffies_minmax,
+		.proc_handler	= rds_rs_sysctl_ms,
 		.extra1		= &rds_rs_reconnect_min_jiffies,
 		.extra2		= &rds_rs_reconnect_max,
 	},
@@ -341,21 +338,21 @@ static struct ctl_table rds_rs_sysctl_table[] = {
 		.data		= &rds_rs_max_unacked_packets,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= proc_dointvec,
+		.proc_handler	= rds_rs_sysctl_int,
 	},
 	{
 		.procname	= "max_unacked_bytes",
 		.data		= &rds_rs_max_unacked_bytes,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= proc_dointvec,
+		.proc_handler	= rds_rs_sysctl_int,
 	},
 	{
 		.procname	= "ping_enable",
 		.data		= &rds_rs_ping_enable,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
-		.proc_handler	= proc_dointvec,
+		.proc_handler	= rds_rs_sysctl_int,
 	},
 };
 
@@ -365,6 +362,7 @@ int rds_rs_sysctl_register(void)
 {
 	rds_rs_reconnect_min = msecs_to_jiffies(1);
 	rds_rs_reconnect_min_jiffies = rds_rs_reconnect_min;
+	rds_rs_sysctl_changed();
 	rds_rs_sysctl_header = register_net_sysctl(&init_net, "net/rds", rds_rs_sysctl_table);
 	return rds_rs_sysctl_header ? 0 : -ENOMEM;
 }
@@ -390,20 +388,67 @@ unsigned int rds_rs_sysctl_max_unacked_bytes(void)
 	return READ_ONCE(rds_rs_max_unacked_bytes);
 }
 
+/* Gates (bindings/sync.rs): the wait queue and the lockdep annotations of a Rust flag. */
+void rds_rs_gate_init(struct rds_rs_gate *g, const char *name, struct lock_class_key *key)
+{
+	init_waitqueue_head(&g->wq);
+	lockdep_init_map(&g->map, name, key, 0);
+}
+
+void rds_rs_gate_acquired(struct rds_rs_gate *g, bool try)
+{
+	if (try)
+		lock_map_acquire_try(&g->map);
+	else
+		lock_map_acquire(&g->map);
+}
+
+void rds_rs_gate_released(struct rds_rs_gate *g)
+{
+	lock_map_release(&g->map);
+}
+
+void rds_rs_gate_wait(struct rds_rs_gate *g, rds_rs_cond_fn cond, void *arg)
+{
+	wait_event(g->wq, cond(arg));
+}
+
+void rds_rs_gate_wake(struct rds_rs_gate *g)
+{
+	wake_up(&g->wq);
+}
+
+/* RCU read-side critical sections (bindings/rcu.rs), with their lockdep annotations. */
+void rds_rs_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void rds_rs_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
+/* Work items (bindings/sys.rs): as the kernel crate's init_work_with_key, one class per site. */
+void rds_rs_init_work(struct work_struct *w, work_func_t fn, const char *name,
+		      struct lock_class_key *key)
+{
+	__init_work(w, 0);
+	w->data = (atomic_long_t)WORK_DATA_INIT();
+	lockdep_init_map(&w->lockdep_map, name, key, 0);
+	INIT_LIST_HEAD(&w->entry);
+	w->func = fn;
+}
+
+bool rds_rs_queue_work(struct workqueue_struct *wq, struct work_struct *w)
+{
+	return queue_work(wq, w);
+}
+
 /* Contexts and locks (bindings/sync.rs). */
 void rds_rs_might_sleep(void)
 {
 	might_sleep();
-}
-
-void rds_rs_spin_lock_bh(spinlock_t *lock)
-{
-	spin_lock_bh(lock);
-}
-
-void rds_rs_spin_unlock_bh(spinlock_t *lock)
-{
-	spin_unlock_bh(lock);
 }
 
 /*
@@ -470,11 +515,6 @@ bool rds_rs_cancel_delayed_work_sync(struct delayed_work *dw)
 unsigned long rds_rs_msecs_to_jiffies(unsigned int ms)
 {
 	return msecs_to_jiffies(ms);
-}
-
-unsigned long rds_rs_jiffies(void)
-{
-	return jiffies;
 }
 
 unsigned long rds_rs_sysctl_reconnect_min_jiffies(void)

@@ -32,15 +32,14 @@ int rds_rs_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
 /* Layout facts of struct sock, checked against the Rust bindings at module init. */
 size_t rds_rs_sizeof_sock(void);
 size_t rds_rs_offsetof_sk_destruct(void);
+size_t rds_rs_offsetof_sk_sndtimeo(void);
+size_t rds_rs_sizeof_msghdr(void);
+size_t rds_rs_offsetof_msg_flags(void);
 
 /* A condition evaluated by the wait helpers; it may be called many times and must not sleep. */
 typedef bool (*rds_rs_cond_fn)(void *arg);
 
 /* struct sock: fields read with READ_ONCE, the socket's wait queue, error state. */
-int rds_rs_sk_sndbuf(struct sock *sk);
-int rds_rs_sk_rcvbuf(struct sock *sk);
-long rds_rs_sk_sndtimeo(struct sock *sk);
-long rds_rs_sk_rcvtimeo(struct sock *sk);
 bool rds_rs_sk_has_error(struct sock *sk);
 bool rds_rs_sk_nonblocking(struct sock *sk);
 void rds_rs_sk_wake(struct sock *sk);
@@ -57,13 +56,7 @@ void rds_rs_poll_wait(struct file *file, struct wait_queue_head *wq, poll_table 
 size_t rds_rs_msg_copy_from(struct msghdr *msg, void *dst, size_t len);
 size_t rds_rs_msg_copy_to(struct msghdr *msg, const void *src, size_t len);
 size_t rds_rs_msg_left(struct msghdr *msg);
-void rds_rs_msg_revert(struct msghdr *msg, size_t len);
 const void *rds_rs_msg_kernel_control(struct msghdr *msg, size_t *len);
-size_t rds_rs_msg_controllen(struct msghdr *msg);
-void *rds_rs_msg_name(struct msghdr *msg, int *namelen);
-void rds_rs_msg_set_namelen(struct msghdr *msg, int namelen);
-int rds_rs_msg_flags(struct msghdr *msg);
-void rds_rs_msg_add_flags(struct msghdr *msg, int flags);
 
 /* Workqueues, time, user memory. */
 struct workqueue_struct *rds_rs_alloc_workqueue(const char *name);
@@ -100,11 +93,33 @@ unsigned int rds_rs_sysctl_max_unacked_packets(void);
 unsigned int rds_rs_sysctl_max_unacked_bytes(void);
 
 
+/*
+ * A flag owned by one task at a time, seen by lockdep as a lock: its wait queue and lockdep map
+ * (bindings/sync.rs, Gate). The flag itself is a Rust atomic.
+ */
+struct rds_rs_gate {
+	wait_queue_head_t wq;
+	struct lockdep_map map;
+};
+struct lock_class_key;
+void rds_rs_gate_init(struct rds_rs_gate *g, const char *name, struct lock_class_key *key);
+void rds_rs_gate_acquired(struct rds_rs_gate *g, bool try);
+void rds_rs_gate_released(struct rds_rs_gate *g);
+void rds_rs_gate_wait(struct rds_rs_gate *g, rds_rs_cond_fn cond, void *arg);
+void rds_rs_gate_wake(struct rds_rs_gate *g);
+
+/* RCU read-side critical sections (bindings/rcu.rs). */
+void rds_rs_rcu_read_lock(void);
+void rds_rs_rcu_read_unlock(void);
+
+/* Work items whose callback gets a proof of process context (bindings/sys.rs, Work). */
+void rds_rs_init_work(struct work_struct *w, work_func_t fn, const char *name,
+		      struct lock_class_key *key);
+bool rds_rs_queue_work(struct workqueue_struct *wq, struct work_struct *w);
+
 /* Contexts, bottom-half spinlocks, deferred drops (bindings/sync.rs). */
 struct llist_node;
 void rds_rs_might_sleep(void);
-void rds_rs_spin_lock_bh(spinlock_t *lock);
-void rds_rs_spin_unlock_bh(spinlock_t *lock);
 void rds_rs_defer(struct llist_node *node);
 void rds_rs_defer_flush(void);
 /* Implemented in Rust (bindings/sync.rs). */
@@ -117,7 +132,6 @@ bool rds_rs_queue_delayed_work(struct workqueue_struct *wq, struct delayed_work 
 			       unsigned long delay);
 bool rds_rs_cancel_delayed_work_sync(struct delayed_work *dw);
 unsigned long rds_rs_msecs_to_jiffies(unsigned int ms);
-unsigned long rds_rs_jiffies(void);
 unsigned long rds_rs_sysctl_reconnect_min_jiffies(void);
 unsigned long rds_rs_sysctl_reconnect_max_jiffies(void);
 

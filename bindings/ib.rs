@@ -142,36 +142,36 @@ pub(crate) trait IbClient: Send + Sync + 'static {
 
     /// A device appeared: `None` when the client does not serve it (process context; see the
     /// module documentation).
-    fn add(&self, dev: Device) -> Option<Self::Data>;
+    fn add(&self, dev: Device, ctx: &ProcessCtx) -> Option<Self::Data>;
 
-    /// A device goes away: after this returns the device must not be used.
-    fn remove(&self, dev: Device, data: Self::Data);
+    /// A device goes away: after this returns the device must not be used (process context).
+    fn remove(&self, dev: Device, data: Self::Data, ctx: &ProcessCtx);
 }
 
 /// The registered client, type-erased for the C callbacks.
 trait ClientDyn: Send + Sync {
-    fn add(&self, dev: Device) -> *mut c_void;
+    fn add(&self, dev: Device, ctx: &ProcessCtx) -> *mut c_void;
     /// # Safety
     ///
     /// `data` was returned by `add` for `dev` and is handed back once.
-    unsafe fn remove(&self, dev: Device, data: *mut c_void);
+    unsafe fn remove(&self, dev: Device, data: *mut c_void, ctx: &ProcessCtx);
 }
 
 struct ClientBox<T: IbClient>(Arc<T>);
 
 impl<T: IbClient> ClientDyn for ClientBox<T> {
-    fn add(&self, dev: Device) -> *mut c_void {
-        match self.0.add(dev) {
+    fn add(&self, dev: Device, ctx: &ProcessCtx) -> *mut c_void {
+        match self.0.add(dev, ctx) {
             Some(d) => d.into_foreign() as *mut c_void,
             None => ptr::null_mut(),
         }
     }
 
-    unsafe fn remove(&self, dev: Device, data: *mut c_void) {
+    unsafe fn remove(&self, dev: Device, data: *mut c_void, ctx: &ProcessCtx) {
         // SAFETY: Per the function's safety requirements, `data` came from `into_foreign` in
         // `add` and is taken back once.
         let d = unsafe { T::Data::from_foreign(data as _) };
-        self.0.remove(dev, d);
+        self.0.remove(dev, d, ctx);
     }
 }
 
@@ -244,8 +244,10 @@ unsafe extern "C" fn rds_rs_ib_dev_add(dev: *mut raw::ib_device) -> *mut c_void 
     let Some(ptr) = NonNull::new(dev) else {
         return ptr::null_mut();
     };
+    // The ib_client callbacks run in process context (device registration, module load).
+    let ctx = ProcessCtx::enter();
     // INVARIANT: the device is registered for the duration of `add`.
-    with_client(|c| c.add(Device { ptr })).unwrap_or(ptr::null_mut())
+    with_client(|c| c.add(Device { ptr }, &ctx)).unwrap_or(ptr::null_mut())
 }
 
 /// # Safety
@@ -257,9 +259,11 @@ unsafe extern "C" fn rds_rs_ib_dev_remove(dev: *mut raw::ib_device, data: *mut c
     if data.is_null() {
         return;
     }
+    // The ib_client callbacks run in process context (device unregistration, module unload).
+    let ctx = ProcessCtx::enter();
     // SAFETY: The device is registered until `remove` returns; `data` is what `add` returned,
     // handed back once.
-    let _ = with_client(|c| unsafe { c.remove(Device { ptr }, data) });
+    let _ = with_client(|c| unsafe { c.remove(Device { ptr }, data, &ctx) });
 }
 
 /// A protection domain; deallocated when dropped (after every QP and registration on it is
@@ -630,8 +634,9 @@ pub(crate) const WC_RNR_RETRY_EXC_ERR: i32 = 13;
 
 /// Who handles the completions of work requests naming a [`WrCqe`].
 pub(crate) trait WcHandler: Send + Sync {
-    /// The request with tag `tag` completed (completion context: see the module documentation).
-    fn done(&self, tag: u32, wc: Wc);
+    /// The request with tag `tag` completed: the CQs are polled in a work item
+    /// (`IB_POLL_WORKQUEUE`, `ib_glue.c`), so in process context.
+    fn done(&self, tag: u32, wc: Wc, ctx: &ProcessCtx);
 }
 
 /// The `ib_cqe` a work request names, with who handles its completion.
@@ -683,6 +688,8 @@ impl WrCqe {
 unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: c_int, len: u32) {
     // CAST: `cqe` is the first field of the `repr(C)` `WrCqe`, so the pointers coincide.
     let w = cqe.cast::<WrCqe>();
+    // The glue's CQs are polled by `ib_comp_wq` work items (`IB_POLL_WORKQUEUE`).
+    let ctx = ProcessCtx::enter();
     // SAFETY: Per the function's safety requirements the `WrCqe` is live; its handler is alive
     // while requests naming it may complete (type invariant).
     unsafe {
@@ -694,6 +701,7 @@ unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: 
                 opcode,
                 byte_len: len,
             },
+            &ctx,
         );
     }
 }
@@ -751,8 +759,9 @@ pub(crate) struct CmEvent<'a> {
 
 /// Who handles the events of an rdma_cm id.
 pub(crate) trait CmHandler: Send + Sync {
-    /// An event on `id` (see the module documentation for the rules).
-    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction;
+    /// An event on `id` (see the module documentation for the rules); rdma_cm calls handlers
+    /// in process context, with the id's handler mutex held.
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction;
 }
 
 /// The context of an rdma_cm id: who handles its events.
@@ -1195,12 +1204,16 @@ unsafe extern "C" fn rds_rs_cm_event(
         private,
         v6,
     };
+    // rdma_cm runs its handlers in process context (its work queues and the callers of its
+    // functions).
+    let ctx = ProcessCtx::enter();
     match h.event(
         CmIdRef {
             ptr: idp,
             _p: PhantomData,
         },
         &ev,
+        &ctx,
     ) {
         CmAction::Keep => 0,
         CmAction::Destroy => 1,
@@ -1563,11 +1576,9 @@ struct Posted {
     map: DmaMapping,
 }
 
-/// The size of an RDS header, what every SEND starts with and every receive buffer begins
-/// with.
-pub(crate) const HDR_LEN: usize = 48;
-/// The data of one fragment at most.
-pub(crate) const FRAG_LEN: usize = 4096;
+// The size of an RDS header, what every SEND starts with and every receive buffer begins
+// with, and the data of one fragment at most: the wire format's.
+use crate::proto::{FRAG_SIZE as FRAG_LEN, HEADER_LEN as HDR_LEN};
 
 /// Tags of completions: the kind in the top bits, the slot index below.
 pub(crate) const TAG_SEND: u32 = 0;
@@ -1589,7 +1600,7 @@ struct FenceSlot {
 }
 
 impl WcHandler for FenceSlot {
-    fn done(&self, _tag: u32, _wc: Wc) {
+    fn done(&self, _tag: u32, _wc: Wc, _ctx: &ProcessCtx) {
         // Executed or flushed: either way the transmit side is past what came before it.
         let w = self.waiter.lock().take();
         if let Some(w) = w {

@@ -178,6 +178,8 @@ impl PinnedPages {
     }
 }
 
+impl super::sync::DropInProcess for PinnedPages {}
+
 impl Drop for PinnedPages {
     fn drop(&mut self) {
         let n = self.pages.len();
@@ -343,4 +345,10 @@ pub(crate) fn page_read(page: &kernel::page::Page, offset: usize, dst: &mut [u8]
     // SAFETY: `dst` is valid for writes of its length, the range is inside the page (checked
     // above), and no write to a shared page can happen (see above).
     unsafe { page.read_raw(dst.as_mut_ptr(), offset, dst.len()) }
+}
+
+/// Empties a byte buffer, keeping its memory (6.12's `KVec` has no `clear`).
+pub(crate) fn clear_bytes(v: &mut KVec<u8>) {
+    // SAFETY: 0 is at most the capacity, and the bytes given up need no drop.
+    unsafe { v.set_len(0) };
 }

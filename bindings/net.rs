@@ -52,6 +52,11 @@ impl NetId {
         NetId(net as usize)
     }
 
+    /// A number that identifies the namespace while it exists (for hashing).
+    pub(crate) fn id(self) -> usize {
+        self.0
+    }
+
     /// The initial network namespace.
     pub(crate) fn init() -> Self {
         // Taking the address of a static reads nothing.
@@ -328,15 +333,17 @@ impl<F: Family> Sock<F> {
 
     /// `sk_sndbuf`, the send buffer size in bytes (`SO_SNDBUF` doubled, as the core stores it).
     pub(crate) fn sndbuf(&self) -> u32 {
-        // SAFETY: The sock is alive (type invariant).
-        let v = unsafe { raw::rds_rs_sk_sndbuf(self.as_ptr()) };
+        // SAFETY: The sock is alive (type invariant) and its layout is the bindings' (checked at
+        // registration); the socket layer changes the field with `WRITE_ONCE`, so a volatile
+        // read is C's `READ_ONCE`.
+        let v = unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_sndbuf)) };
         u32::try_from(v).unwrap_or(0)
     }
 
     /// `sk_rcvbuf`, the receive buffer size in bytes.
     pub(crate) fn rcvbuf(&self) -> u32 {
-        // SAFETY: The sock is alive (type invariant).
-        let v = unsafe { raw::rds_rs_sk_rcvbuf(self.as_ptr()) };
+        // SAFETY: As in `sndbuf`.
+        let v = unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_rcvbuf)) };
         u32::try_from(v).unwrap_or(0)
     }
 
@@ -345,8 +352,8 @@ impl<F: Family> Sock<F> {
         if nonblock {
             return Timeout(0);
         }
-        // SAFETY: The sock is alive (type invariant).
-        Timeout(unsafe { raw::rds_rs_sk_sndtimeo(self.as_ptr()) } as i64)
+        // SAFETY: As in `sndbuf`.
+        Timeout(unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_sndtimeo)) } as i64)
     }
 
     /// `sock_rcvtimeo`: how long a receive may block (jiffies); 0 for non-blocking calls.
@@ -354,8 +361,8 @@ impl<F: Family> Sock<F> {
         if nonblock {
             return Timeout(0);
         }
-        // SAFETY: The sock is alive (type invariant).
-        Timeout(unsafe { raw::rds_rs_sk_rcvtimeo(self.as_ptr()) } as i64)
+        // SAFETY: As in `sndbuf`.
+        Timeout(unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_rcvtimeo)) } as i64)
     }
 
     /// Whether a `SOCK_*` flag of the socket is set.
@@ -423,13 +430,19 @@ impl<F: Family> Sock<F> {
     /// and atomics only. Meant for system calls on this socket; a socket that was released
     /// (orphaned, so without a wait queue) does not wait: it reports [`WaitOutcome::TimedOut`]
     /// at once.
-    pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
+    pub(crate) fn wait<C: FnMut() -> bool>(
+        &self,
+        timeo: Timeout,
+        cond: C,
+        _ctx: &ProcessCtx,
+    ) -> WaitOutcome {
         let mut cond = cond;
         // The helper returns at once for an orphaned socket (no wait queue). Only `release`
         // orphans a socket, when the last file reference goes, so one that is not orphaned
         // when a system call on it starts waiting stays so (the call holds a file reference).
         // SAFETY: The sock is alive (type invariant) and has its wait queue (see above);
-        // `cond_trampoline` gets `arg` pointing at `cond`, which outlives the call.
+        // `cond_trampoline` gets `arg` pointing at `cond`, which outlives the call. Waiting
+        // sleeps, which `_ctx` allows.
         let r = unsafe {
             raw::rds_rs_sk_wait(
                 self.as_ptr(),
@@ -631,10 +644,15 @@ impl WaitQueue {
 
     /// Sleeps until `cond` holds, `timeo` runs out or a signal arrives. `cond` must not sleep
     /// (it runs with the task state set to sleeping).
-    pub(crate) fn wait<C: FnMut() -> bool>(&self, timeo: Timeout, cond: C) -> WaitOutcome {
+    pub(crate) fn wait<C: FnMut() -> bool>(
+        &self,
+        timeo: Timeout,
+        cond: C,
+        _ctx: &ProcessCtx,
+    ) -> WaitOutcome {
         let mut cond = cond;
         // SAFETY: The queue is initialised (type invariant); `arg` points at `cond`, which outlives
-        // the call.
+        // the call. Waiting sleeps, which `_ctx` allows.
         let r = unsafe {
             raw::rds_rs_wq_wait(
                 self.wq.get(),
@@ -695,21 +713,26 @@ impl<'a> MsgHdr<'a> {
     /// The flags of a `sendmsg` call (`msg_flags`, set by the socket layer from the call's
     /// flags).
     pub(crate) fn flags(&self) -> i32 {
-        // SAFETY: `msg` is the valid msghdr of the current call.
-        unsafe { raw::rds_rs_msg_flags(self.msg) }
+        // SAFETY: `msg` is the valid msghdr of the current call (the bindings' layout, the
+        // kernel's: generated with its compiler flags).
+        unsafe { (*self.msg).msg_flags as i32 }
     }
 
     /// Adds to the `msg_flags` returned by a `recvmsg` call (`MSG_TRUNC`, ...).
     pub(crate) fn add_flags(&mut self, flags: i32) {
+        // SAFETY: `msg` is the valid msghdr of the current call, which this call may change.
+        unsafe { (*self.msg).msg_flags |= flags as ffi::c_uint }
+    }
+
+    /// The name buffer and length of the call (`msg_name`, `msg_namelen`).
+    fn name_raw(&self) -> (*mut c_void, c_int) {
         // SAFETY: `msg` is the valid msghdr of the current call.
-        unsafe { raw::rds_rs_msg_add_flags(self.msg, flags) }
+        unsafe { ((*self.msg).msg_name, (*self.msg).msg_namelen) }
     }
 
     /// The destination address of a `sendmsg` (already copied into the kernel), if any.
     pub(crate) fn name(&self) -> Option<&[u8]> {
-        let mut len: c_int = 0;
-        // SAFETY: `msg` is the valid msghdr of the current call.
-        let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
+        let (p, len) = self.name_raw();
         if p.is_null() || len <= 0 {
             return None;
         }
@@ -721,27 +744,23 @@ impl<'a> MsgHdr<'a> {
 
     /// Whether `recvmsg`'s caller asked for the sender's address.
     pub(crate) fn wants_name(&self) -> bool {
-        let mut len: c_int = 0;
-        // SAFETY: `msg` is the valid msghdr of the current call.
-        !unsafe { raw::rds_rs_msg_name(self.msg, &mut len) }.is_null()
+        !self.name_raw().0.is_null()
     }
 
     /// Sets the sender's address of a `recvmsg` (`msg_name`, `msg_namelen`). Does nothing when
     /// the caller did not ask for it. At most [`GETNAME_LEN`] bytes are written.
     pub(crate) fn set_name(&mut self, addr: &[u8]) {
-        let mut len: c_int = 0;
-        // SAFETY: `msg` is the valid msghdr of the current call.
-        let p = unsafe { raw::rds_rs_msg_name(self.msg, &mut len) };
+        let (p, _) = self.name_raw();
         if p.is_null() {
             return;
         }
         let n = addr.len().min(GETNAME_LEN);
         // SAFETY: For recvmsg, a non-null `msg_name` points to a kernel
         // `struct sockaddr_storage` (128 bytes >= GETNAME_LEN) that the socket layer copies
-        // out afterwards.
+        // out afterwards; `msg` is the valid msghdr of the call, which this call may change.
         unsafe {
             ptr::copy_nonoverlapping(addr.as_ptr(), p.cast::<u8>(), n);
-            raw::rds_rs_msg_set_namelen(self.msg, n as c_int);
+            (*self.msg).msg_namelen = n as c_int;
         }
     }
 
@@ -762,7 +781,7 @@ impl<'a> MsgHdr<'a> {
     /// The room for control messages in a `recvmsg` (`msg_controllen`).
     pub(crate) fn control_room(&self) -> usize {
         // SAFETY: `msg` is the valid msghdr of the current call.
-        unsafe { raw::rds_rs_msg_controllen(self.msg) }
+        unsafe { (*self.msg).msg_controllen }
     }
 
     /// Bytes left in the data iterator.
@@ -843,13 +862,6 @@ impl<'a> MsgHdr<'a> {
         // SAFETY: `msg` is the valid msghdr of the current call; `src` is valid for reads of
         // its length.
         unsafe { raw::rds_rs_msg_copy_to(self.msg, src.as_ptr().cast(), src.len()) }
-    }
-
-    /// Undoes the last `n` bytes of copying (`iov_iter_revert`).
-    pub(crate) fn revert(&mut self, n: usize) {
-        // SAFETY: `msg` is the valid msghdr of the current call; callers revert only what
-        // they copied.
-        unsafe { raw::rds_rs_msg_revert(self.msg, n) }
     }
 
     /// Appends a control message to a `recvmsg` (`put_cmsg`): sets `MSG_CTRUNC` when it does
@@ -944,14 +956,22 @@ impl<F: Family> Registration<F> {
         // The bindings are generated without layout tests; check the two facts this module
         // relies on against the compiler that built the kernel.
         // SAFETY: The helpers only evaluate `sizeof`/`offsetof`.
-        let (c_size, c_destruct) = unsafe {
+        let (c_size, c_destruct, c_sndtimeo, c_msghdr, c_msg_flags) = unsafe {
             (
                 raw::rds_rs_sizeof_sock(),
                 raw::rds_rs_offsetof_sk_destruct(),
+                raw::rds_rs_offsetof_sk_sndtimeo(),
+                raw::rds_rs_sizeof_msghdr(),
+                raw::rds_rs_offsetof_msg_flags(),
             )
         };
-        if c_size != size_of::<raw::sock>() || c_destruct != offset_of!(raw::sock, sk_destruct) {
-            pr_err!("bindings disagree with the kernel's struct sock layout\n");
+        if c_size != size_of::<raw::sock>()
+            || c_destruct != offset_of!(raw::sock, sk_destruct)
+            || c_sndtimeo != offset_of!(raw::sock, sk_sndtimeo)
+            || c_msghdr != size_of::<raw::msghdr>()
+            || c_msg_flags != offset_of!(raw::msghdr, msg_flags)
+        {
+            pr_err!("bindings disagree with the kernel's struct sock or msghdr layout\n");
             return Err(EINVAL);
         }
         let tables = F::tables();

@@ -12,14 +12,19 @@
 //! mode), where it must not. The types here carry that distinction:
 //!
 //! - [`ProcessCtx`] is a proof, handed down from the few places that start in process context
-//!   (the socket callbacks, work items, module init and exit), that the code may sleep and
-//!   holds no spinlock. Functions of the core that may sleep take `&ProcessCtx`; code reachable
-//!   from softirq context has none to give, so it cannot call them.
+//!   (the socket callbacks, work items, the deferred drops, the ib_client, rdma_cm and
+//!   completion callbacks, module init and exit), that the code may sleep and holds no
+//!   spinlock. Only the bindings' trampolines make one (and the module's init and exit, with
+//!   [`ProcessCtx::for_module`]); functions that may sleep take `&ProcessCtx`, and code
+//!   reachable from softirq context has none to give, so it cannot call them.
 //! - [`SpinLockBh`] is a spinlock taken with bottom halves disabled (`spin_lock_bh`): the locks
 //!   of the data path, which both process and softirq context take.
-//! - [`ProcessDrop`] holds a value whose destructor sleeps (pinned user pages, a reference to
-//!   a task's `mm`): dropping it anywhere hands the value to a work item that drops it in
-//!   process context, so an object that owns one may be dropped in any context.
+//! - [`ProcessDrop`] holds a value whose end sleeps (pinned user pages, a reference to a task's
+//!   `mm`, a device registration): dropping it anywhere hands the value to a work item that
+//!   ends it in process context ([`DropInProcess`]), so an object that owns one may be dropped
+//!   in any context.
+//! - [`Gate`] is a flag that a fast path takes without waiting and a slow path waits for,
+//!   which lockdep sees as a lock (a connection's transmit ownership, C's `RDS_IN_XMIT`).
 
 use super::raw;
 use core::{
@@ -27,32 +32,49 @@ use core::{
     mem::ManuallyDrop,
     ops::Deref,
     ptr::{self, NonNull},
+    sync::atomic::{AtomicBool, AtomicU32, Ordering},
 };
 use kernel::{
     alloc::{AllocError, Flags},
     prelude::*,
-    sync::lock::{Backend, Lock},
+    sync::{
+        lock::{Backend, Lock},
+        LockClassKey,
+    },
     types::Opaque,
+    ThisModule,
 };
 
 /// Proof that the current code runs in process context, may sleep, and holds no spinlock.
 ///
 /// Not `Send`: it is valid only on the task and in the call that created it. Only the
-/// bindings create one, at the entry points named in the module documentation.
+/// bindings' trampolines create one, at the entry points named in the module documentation,
+/// and the module's init and exit ([`ProcessCtx::for_module`]).
 pub(crate) struct ProcessCtx {
     _not_send: PhantomData<*mut ()>,
 }
 
 impl ProcessCtx {
     /// Claims process context at an entry point that is known to run in it (a `proto_ops`
-    /// callback, a work item, module init or exit). `might_sleep()` checks the claim on
-    /// kernels built with `CONFIG_DEBUG_ATOMIC_SLEEP`.
-    pub(crate) fn enter() -> Self {
-        // SAFETY: `might_sleep` only checks (and warns) on debug kernels.
-        unsafe { raw::rds_rs_might_sleep() };
+    /// callback, a work item, an ib_client or rdma_cm callback). On kernels built with
+    /// `CONFIG_DEBUG_ATOMIC_SLEEP`, `might_sleep()` checks the claim; elsewhere the claim
+    /// costs nothing.
+    pub(super) fn enter() -> Self {
+        #[cfg(CONFIG_DEBUG_ATOMIC_SLEEP)]
+        // SAFETY: `might_sleep` only checks (and warns).
+        unsafe {
+            raw::rds_rs_might_sleep()
+        };
         Self {
             _not_send: PhantomData,
         }
+    }
+
+    /// Process context for the module's init and exit, which the kernel runs in process
+    /// context (`init_module`, `delete_module`). Only the module's root holds its
+    /// `ThisModule`.
+    pub(crate) fn for_module(_module: &'static ThisModule) -> Self {
+        Self::enter()
     }
 }
 
@@ -80,15 +102,67 @@ unsafe impl Backend for SpinLockBhBackend {
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // `spin_lock_bh` is `_raw_spin_lock_bh` of the `raw_spinlock_t` that starts every
+        // `spinlock_t` (outside PREEMPT_RT): the kernel's own entry point, called directly.
+        // CAST: the raw lock is the first member of `spinlock_t`, so the pointers coincide.
         // SAFETY: The caller guarantees that `ptr` points to an initialised spinlock.
-        unsafe { raw::rds_rs_spin_lock_bh(ptr.cast()) }
+        unsafe { raw::_raw_spin_lock_bh(ptr.cast()) }
     }
 
     unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
+        // CAST: As in `lock`.
         // SAFETY: The caller guarantees that it owns the lock at `ptr`, taken by `lock`.
-        unsafe { raw::rds_rs_spin_unlock_bh(ptr.cast()) }
+        unsafe { raw::_raw_spin_unlock_bh(ptr.cast()) }
     }
 }
+
+/// A spinlock for data that only process context touches (`spin_lock`, preemption off, bottom
+/// halves on), taken through the kernel's own entry points.
+pub(crate) type SpinLockPc<T> = Lock<T, SpinLockPcBackend>;
+
+/// The backend of [`SpinLockPc`]: a kernel `spinlock_t` taken with `spin_lock`.
+pub(crate) struct SpinLockPcBackend;
+
+// SAFETY: `spin_lock` gives mutual exclusion; `relock` uses the default implementation, which
+// calls `lock` again.
+unsafe impl Backend for SpinLockPcBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = ();
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: The caller guarantees that `ptr` is valid for writes and that `name` and `key`
+        // stay valid for reads indefinitely, which is what `__spin_lock_init` needs.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // CAST: As in `SpinLockBhBackend::lock`: the raw lock starts the `spinlock_t`.
+        // SAFETY: The caller guarantees that `ptr` points to an initialised spinlock.
+        unsafe { raw::_raw_spin_lock(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
+        // CAST: As in `lock`.
+        // SAFETY: The caller guarantees that it owns the lock at `ptr`, taken by `lock`.
+        unsafe { raw::_raw_spin_unlock(ptr.cast()) }
+    }
+}
+
+/// Creates a [`SpinLockPc`] initialiser with the given name and a new lock class.
+macro_rules! new_spinlock_pc {
+    ($inner:expr, $name:literal $(,)?) => {
+        $crate::bindings::sync::SpinLockPc::new(
+            $inner,
+            ::kernel::c_str!($name),
+            ::kernel::static_lock_class!(),
+        )
+    };
+}
+pub(crate) use new_spinlock_pc;
 
 /// Creates a [`SpinLockBh`] initialiser with the given name and a new lock class (as
 /// `new_spinlock!` does for `SpinLock`).
@@ -103,13 +177,25 @@ macro_rules! new_spinlock_bh {
 }
 pub(crate) use new_spinlock_bh;
 
+/// A value whose end may sleep (unpinning pages takes the mm's locks; deregistering memory
+/// waits for the device): [`ProcessDrop`] ends it in process context. The default `end` just
+/// drops the value; a type whose end needs the proof of process context does its work there.
+pub(crate) trait DropInProcess: Send + 'static {
+    /// Ends the value, in process context.
+    fn end(self, _ctx: &ProcessCtx)
+    where
+        Self: Sized,
+    {
+    }
+}
+
 /// The part of a [`ProcessDrop`] node the C list and the deferred work see: the list link first
 /// (the C side hands back a pointer to it, which is therefore a pointer to the node), then the
 /// function that drops the node.
 #[repr(C)]
 struct DeferHeader {
     link: Opaque<raw::llist_node>,
-    drop_node: unsafe fn(*mut DeferHeader),
+    drop_node: unsafe fn(*mut DeferHeader, &ProcessCtx),
 }
 
 /// A heap node holding a [`ProcessDrop`]'s value.
@@ -119,46 +205,51 @@ struct DeferNode<T> {
     value: ManuallyDrop<T>,
 }
 
-/// Drops the node at `hdr` and its value.
+/// Frees the node at `hdr` and ends its value.
 ///
 /// # Safety
 ///
 /// `hdr` is the header of a `KBox<DeferNode<T>>` leaked by [`ProcessDrop::drop`], not yet
-/// taken back; the caller runs in process context.
-unsafe fn drop_node<T>(hdr: *mut DeferHeader) {
+/// taken back.
+unsafe fn drop_node<T: DropInProcess>(hdr: *mut DeferHeader, ctx: &ProcessCtx) {
     // SAFETY: Per the function's safety requirements, `hdr` starts a leaked
     // `KBox<DeferNode<T>>` (the header is its first field of a `repr(C)` struct).
     let mut node = unsafe { KBox::from_raw(hdr.cast::<DeferNode<T>>()) };
-    // SAFETY: The value is dropped once, here; the node is freed right after.
-    unsafe { ManuallyDrop::drop(&mut node.value) };
+    // SAFETY: The value is taken once, here; the node is freed right after without it.
+    let value = unsafe { ManuallyDrop::take(&mut node.value) };
+    drop(node);
+    value.end(ctx);
 }
 
-/// A value whose destructor may sleep, made droppable in any context: dropping a
-/// `ProcessDrop` queues the value for a work item that drops it in process context. Code in
-/// process context that needs the value gone when it returns calls [`flush_deferred`]
+/// A value whose end may sleep, made droppable in any context: dropping a `ProcessDrop`
+/// queues the value for a work item that ends it in process context ([`DropInProcess`]). Code
+/// in process context that needs the value gone when it returns calls [`flush_deferred`]
 /// afterwards.
 ///
 /// # Invariants
 ///
 /// `node` is a `KBox<DeferNode<T>>` leaked by `new` and owned by this object, its value
 /// initialised, until `drop` hands it to the deferred work.
-pub(crate) struct ProcessDrop<T: Send + 'static> {
+pub(crate) struct ProcessDrop<T: DropInProcess> {
     node: NonNull<DeferNode<T>>,
 }
 
 // SAFETY: The object owns a `T: Send`, moved between threads only by value.
-unsafe impl<T: Send + 'static> Send for ProcessDrop<T> {}
+unsafe impl<T: DropInProcess> Send for ProcessDrop<T> {}
 // SAFETY: Shared access only gives `&T`; `T: Sync` makes that safe across threads.
-unsafe impl<T: Send + Sync + 'static> Sync for ProcessDrop<T> {}
+unsafe impl<T: DropInProcess + Sync> Sync for ProcessDrop<T> {}
 
-impl<T: Send + 'static> ProcessDrop<T> {
-    /// Wraps `value`, allocating its node now (so that dropping never allocates). Called in
-    /// process context: when there is no memory for the node, `value` is dropped before this
-    /// returns.
-    pub(crate) fn new(value: T, flags: Flags) -> Result<Self, AllocError> {
-        // The node first, so that a failed allocation drops `value` (a node built around it
-        // would keep it in its `ManuallyDrop` and leak it).
-        let node = KBox::<DeferNode<T>>::new_uninit(flags)?;
+impl<T: DropInProcess> ProcessDrop<T> {
+    /// Wraps `value`, allocating its node now (so that dropping never allocates). When there
+    /// is no memory for the node, `value` is ended before this returns.
+    pub(crate) fn new(value: T, flags: Flags, ctx: &ProcessCtx) -> Result<Self, AllocError> {
+        let node = match KBox::<DeferNode<T>>::new_uninit(flags) {
+            Ok(n) => n,
+            Err(e) => {
+                value.end(ctx);
+                return Err(e);
+            }
+        };
         let node = KBox::write(
             node,
             DeferNode {
@@ -176,7 +267,7 @@ impl<T: Send + 'static> ProcessDrop<T> {
     }
 }
 
-impl<T: Send + 'static> Deref for ProcessDrop<T> {
+impl<T: DropInProcess> Deref for ProcessDrop<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -186,12 +277,12 @@ impl<T: Send + 'static> Deref for ProcessDrop<T> {
     }
 }
 
-impl<T: Send + 'static> Drop for ProcessDrop<T> {
+impl<T: DropInProcess> Drop for ProcessDrop<T> {
     fn drop(&mut self) {
         let hdr = self.node.as_ptr().cast::<DeferHeader>();
         // SAFETY: The node is live (type invariant); its link is handed to the C list, which
         // owns the node from now on: the deferred work calls `drop_node::<T>` (stored in the
-        // header by `new`) on it exactly once, in process context.
+        // header by `new`) on it exactly once.
         unsafe { raw::rds_rs_defer(Opaque::raw_get(ptr::addr_of!((*hdr).link))) };
     }
 }
@@ -206,9 +297,11 @@ unsafe extern "C" fn rds_rs_run_deferred(link: *mut raw::llist_node) {
     // CAST: the link is the first field of the `repr(C)` header, itself the first field of the
     // node, so the pointers coincide.
     let hdr = link.cast::<DeferHeader>();
+    // The deferred work is a work item: process context.
+    let ctx = ProcessCtx::enter();
     // SAFETY: `hdr` heads a node leaked by `ProcessDrop` (the function's safety requirements),
-    // whose `drop_node` matches its value type; the work item runs in process context.
-    unsafe { ((*hdr).drop_node)(hdr) }
+    // whose `drop_node` matches its value type.
+    unsafe { ((*hdr).drop_node)(hdr, &ctx) }
 }
 
 /// Waits until every value handed to the deferred work so far has been dropped (module
@@ -246,3 +339,152 @@ pub(crate) fn recycle_unique<T>(
     // and a `MaybeUninit<T>` is never dropped or used as a `T` without being initialised again.
     Some(unsafe { Pin::into_inner_unchecked(unique) })
 }
+
+/// A flag owned by one task at a time: a fast path takes it without waiting
+/// ([`Gate::try_take`]) and leaves the work to the owner when it cannot; a slow path waits for
+/// it ([`Gate::take`]). On kernels with lockdep, the flag is a lock to lockdep (a try-lock for
+/// the fast path, a blocking acquisition for the wait), so a wait for it while holding a lock
+/// its owner needs is reported, as a wait for a mutex would be. The wait sleeps on the gate's
+/// wait queue until the owner lets go ([`Gate::release`] wakes it).
+///
+/// The flag's operations are sequentially consistent, so a protocol of "set a flag, then look
+/// at the gate" against "release the gate, then look at the flag" cannot miss both ways.
+///
+/// # Invariants
+///
+/// `raw` was initialised by `rds_rs_gate_init` and is never moved.
+#[pin_data]
+pub(crate) struct Gate {
+    held: AtomicBool,
+    /// Tasks waiting in [`Gate::take`].
+    waiters: AtomicU32,
+    #[pin]
+    raw: Opaque<raw::rds_rs_gate>,
+}
+
+// SAFETY: The flags are atomics; the wait queue and lockdep map are used through the kernel's
+// thread-safe functions.
+unsafe impl Send for Gate {}
+// SAFETY: As above.
+unsafe impl Sync for Gate {}
+
+impl Gate {
+    /// A gate nobody owns, named `name` for lockdep.
+    pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
+        pin_init!(Self {
+            held: AtomicBool::new(false),
+            waiters: AtomicU32::new(0),
+            // SAFETY: `slot` is valid for writes while the closure runs; the helper
+            // initialises the wait queue and the lockdep map in place, with a name and key
+            // that live for ever.
+            // INVARIANT: initialised here.
+            raw <- Opaque::ffi_init(|slot| unsafe {
+                raw::rds_rs_gate_init(slot, name.as_char_ptr(), lock_class_key(key))
+            }),
+        })
+    }
+
+    /// Takes the gate if nobody owns it; returns whether it did.
+    pub(crate) fn try_take(&self) -> bool {
+        if self.held.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        #[cfg(CONFIG_LOCKDEP)]
+        // SAFETY: The gate is initialised (type invariant).
+        unsafe {
+            raw::rds_rs_gate_acquired(self.raw.get(), true)
+        };
+        true
+    }
+
+    /// Whether somebody owns the gate (sequentially consistent).
+    pub(crate) fn is_taken(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// Waits until the gate is free and takes it (process context).
+    pub(crate) fn take(&self, _ctx: &ProcessCtx) {
+        #[cfg(CONFIG_LOCKDEP)]
+        // SAFETY: The gate is initialised (type invariant). Told before waiting, as a lock
+        // being acquired.
+        unsafe {
+            raw::rds_rs_gate_acquired(self.raw.get(), false)
+        };
+        if self.held.swap(true, Ordering::SeqCst) {
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            self.wait(|| !self.held.swap(true, Ordering::SeqCst));
+            self.waiters.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Sleeps on the gate's wait queue until `cond` holds (it does not sleep itself).
+    fn wait<C: FnMut() -> bool>(&self, mut cond: C) {
+        // SAFETY: The gate is initialised (type invariant); `cond_trampoline::<C>` gets `arg`
+        // pointing at `cond`, which outlives the call. The callers are in process context.
+        unsafe {
+            raw::rds_rs_gate_wait(
+                self.raw.get(),
+                Some(cond_trampoline::<C>),
+                ptr::addr_of_mut!(cond).cast(),
+            )
+        };
+    }
+
+    /// Lets go of the gate (its owner, in the task that took it), waking a waiter.
+    pub(crate) fn release(&self) {
+        #[cfg(CONFIG_LOCKDEP)]
+        // SAFETY: The gate is initialised (type invariant) and held by this task.
+        unsafe {
+            raw::rds_rs_gate_released(self.raw.get())
+        };
+        self.held.store(false, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            // SAFETY: The gate is initialised (type invariant).
+            unsafe { raw::rds_rs_gate_wake(self.raw.get()) };
+        }
+    }
+}
+
+/// Calls the closure behind `arg` for the C wait helper.
+///
+/// # Safety
+///
+/// `arg` points to a live `C` that nothing else uses during the call.
+unsafe extern "C" fn cond_trampoline<C: FnMut() -> bool>(arg: *mut kernel::ffi::c_void) -> bool {
+    // SAFETY: Per the function's safety requirements.
+    let cond = unsafe { &mut *arg.cast::<C>() };
+    cond()
+}
+
+/// The C pointer of a lockdep class key.
+pub(super) fn lock_class_key(key: &'static LockClassKey) -> *mut raw::lock_class_key {
+    // CAST: `LockClassKey` is a transparent wrapper of `Opaque<lock_class_key>`, itself
+    // transparent over the C struct, so the pointers coincide; the key is only written by
+    // lockdep, through its own synchronisation.
+    ptr::from_ref(key).cast_mut().cast()
+}
+
+/// Gives a `#[pin_data]` struct `$t` a method `$name(self: Pin<&mut Self>) -> &mut $fty` for
+/// its field `$field`, which must be declared without `#[pin]` and be `Unpin` (checked): a
+/// field that is not structurally pinned may be borrowed mutably from a pinned struct, as long
+/// as no other field points into it (the caller's promise, stated where the macro is used).
+macro_rules! impl_unpinned_field {
+    ($t:ty, $field:ident: $fty:ty, $name:ident) => {
+        const _: fn() = || {
+            fn unpin<T: ::core::marker::Unpin>() {}
+            unpin::<$fty>();
+            let _: fn(&$t) -> &$fty = |x| &x.$field;
+        };
+
+        impl $t {
+            /// Mutable access to the field, which is not structurally pinned.
+            fn $name(self: ::core::pin::Pin<&mut Self>) -> &mut $fty {
+                // SAFETY: The field is not structurally pinned (declared without `#[pin]`,
+                // `Unpin`) and nothing points into it, so borrowing it mutably cannot move
+                // pinned data; the rest of the struct is not touched.
+                unsafe { &mut ::core::pin::Pin::get_unchecked_mut(self).$field }
+            }
+        }
+    };
+}
+pub(crate) use impl_unpinned_field;

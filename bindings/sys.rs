@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Kernel services rds-rs uses besides the socket layer: a workqueue of its own, the
+//! Kernel services rds-rs uses besides the socket layer: a workqueue of its own and work items
+//! on it (immediate and delayed, whose runs get a proof of process context), the
 //! per-namespace exit hook, `/proc/sys/net/rds`, and the real-time clock.
 //!
 //! C headers: [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h),
@@ -12,15 +13,14 @@ use super::raw;
 use core::{
     marker::PhantomData,
     ptr::{self, NonNull},
-    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering},
 };
 use kernel::{
     error::to_result,
     ffi::c_void,
     prelude::*,
-    sync::Arc,
+    sync::{Arc, LockClassKey},
     types::{ForeignOwnable, Opaque},
-    workqueue::Queue,
 };
 
 /// `poll(2)` event bits (`EPOLL*`, the generic values x86 uses).
@@ -63,13 +63,6 @@ impl OwnedQueue {
         NonNull::new(wq).map(|wq| Self { wq }).ok_or(ENOMEM)
     }
 
-    /// The queue, to enqueue work items on.
-    pub(crate) fn queue(&self) -> &Queue {
-        // SAFETY: `wq` is a live workqueue (type invariant) that outlives the borrow; the
-        // kernel crate's `Queue` is a transparent wrapper of the same C type.
-        unsafe { Queue::from_raw(self.wq.as_ptr().cast()) }
-    }
-
     /// Waits until the queue is empty, including work queued by its own work items.
     pub(crate) fn drain(&self) {
         // SAFETY: `wq` is a live workqueue (type invariant).
@@ -90,7 +83,7 @@ pub(crate) trait NetExit: Send + Sync + 'static {
     /// Forget everything that belongs to `net`. Runs in process context; no socket of `net`
     /// exists any more (each user socket holds a reference to its namespace; kernel sockets
     /// are released by their creators before then).
-    fn net_exit(&self, net: NetId);
+    fn net_exit(&self, net: NetId, ctx: &super::sync::ProcessCtx);
 }
 
 /// The state the registered [`NetExit`] hook runs with: `Arc::into_foreign` while registered.
@@ -157,7 +150,9 @@ unsafe extern "C" fn net_exit_callback<T: NetExit>(net: *mut raw::net) {
     // SAFETY: A registration of `T` exists (the function's safety requirements), so the state
     // is published and stays so until the hook is unregistered, which waits for this call.
     let state = unsafe { <Arc<T> as ForeignOwnable>::borrow(PERNET_STATE.load(Ordering::Acquire)) };
-    state.net_exit(NetId::from_raw(net));
+    // The namespace code runs exit hooks in process context (the `netns` workqueue, or
+    // `unregister_pernet_subsys`).
+    state.net_exit(NetId::from_raw(net), &super::sync::ProcessCtx::enter());
 }
 
 /// `/proc/sys/net/rds`, registered while this object exists.
@@ -183,22 +178,59 @@ impl Drop for SysctlRegistration {
     }
 }
 
+/// Copies of the `/proc/sys/net/rds` values, which the data path reads: the sysctl handler
+/// reloads them after every write (`rds_rs_sysctl_changed`), so a read costs a load. Until the
+/// table is registered they hold C's defaults.
+struct Sysctl {
+    ping_enable: AtomicU32,
+    max_unacked_packets: AtomicU32,
+    max_unacked_bytes: AtomicU32,
+    reconnect_min: AtomicU64,
+    reconnect_max: AtomicU64,
+}
+
+static SYSCTL: Sysctl = Sysctl {
+    ping_enable: AtomicU32::new(1),
+    max_unacked_packets: AtomicU32::new(8),
+    max_unacked_bytes: AtomicU32::new(16 << 20),
+    reconnect_min: AtomicU64::new(1),
+    reconnect_max: AtomicU64::new(1),
+};
+
+/// Called by the sysctl handlers after a value changed, and when the table is registered:
+/// reloads the copies.
+#[no_mangle]
+extern "C" fn rds_rs_sysctl_changed() {
+    // SAFETY: The helpers read static variables.
+    let (ping, packets, bytes, min, max) = unsafe {
+        (
+            raw::rds_rs_sysctl_ping_enable(),
+            raw::rds_rs_sysctl_max_unacked_packets(),
+            raw::rds_rs_sysctl_max_unacked_bytes(),
+            raw::rds_rs_sysctl_reconnect_min_jiffies() as u64,
+            raw::rds_rs_sysctl_reconnect_max_jiffies() as u64,
+        )
+    };
+    SYSCTL.ping_enable.store(ping, Ordering::Relaxed);
+    SYSCTL.max_unacked_packets.store(packets, Ordering::Relaxed);
+    SYSCTL.max_unacked_bytes.store(bytes, Ordering::Relaxed);
+    SYSCTL.reconnect_min.store(min, Ordering::Relaxed);
+    SYSCTL.reconnect_max.store(max, Ordering::Relaxed);
+}
+
 /// `net.rds.ping_enable`: whether messages to port 0 are answered.
 pub(crate) fn ping_enabled() -> bool {
-    // SAFETY: The helper reads a static variable.
-    unsafe { raw::rds_rs_sysctl_ping_enable() != 0 }
+    SYSCTL.ping_enable.load(Ordering::Relaxed) != 0
 }
 
 /// `net.rds.max_unacked_packets`.
 pub(crate) fn max_unacked_packets() -> u32 {
-    // SAFETY: The helper reads a static variable.
-    unsafe { raw::rds_rs_sysctl_max_unacked_packets() }
+    SYSCTL.max_unacked_packets.load(Ordering::Relaxed)
 }
 
 /// `net.rds.max_unacked_bytes`.
 pub(crate) fn max_unacked_bytes() -> u32 {
-    // SAFETY: The helper reads a static variable.
-    unsafe { raw::rds_rs_sysctl_max_unacked_bytes() }
+    SYSCTL.max_unacked_bytes.load(Ordering::Relaxed)
 }
 
 /// The wall-clock time in nanoseconds since the epoch (`ktime_get_real_ns`).
@@ -211,12 +243,6 @@ pub(crate) fn real_time_ns() -> i64 {
 pub(crate) fn sleep_ms(ms: u32, _ctx: &super::sync::ProcessCtx) {
     // SAFETY: `msleep` only sleeps, which `_ctx` allows.
     unsafe { raw::msleep(ms) }
-}
-
-/// Sleeps for about a millisecond (`msleep(1)`), to back off after a shortage.
-pub(crate) fn sleep_briefly() {
-    // SAFETY: `msleep` only sleeps; callers are in process context.
-    unsafe { raw::msleep(1) }
 }
 
 /// The CPU-local clock in nanoseconds (`local_clock`), for receive-path latency traces.
@@ -238,8 +264,9 @@ pub(crate) fn reap_interval() -> u64 {
 
 /// The current time in jiffies.
 pub(crate) fn jiffies() -> u64 {
-    // SAFETY: The helper reads `jiffies`.
-    unsafe { raw::rds_rs_jiffies() as u64 }
+    // SAFETY: `jiffies` is a static of the kernel that the timer code updates; a volatile read
+    // is `READ_ONCE`, as C reads it.
+    unsafe { ptr::read_volatile(ptr::addr_of!(raw::jiffies)) as u64 }
 }
 
 /// `ms` milliseconds in jiffies (rounded up, as `msecs_to_jiffies`).
@@ -250,13 +277,10 @@ pub(crate) fn ms_to_jiffies(ms: u32) -> u64 {
 
 /// `net.rds.reconnect_min_delay_ms` and `reconnect_max_delay_ms`, in jiffies.
 pub(crate) fn reconnect_delays() -> (u64, u64) {
-    // SAFETY: The helpers read static variables.
-    unsafe {
-        (
-            raw::rds_rs_sysctl_reconnect_min_jiffies() as u64,
-            raw::rds_rs_sysctl_reconnect_max_jiffies() as u64,
-        )
-    }
+    (
+        SYSCTL.reconnect_min.load(Ordering::Relaxed),
+        SYSCTL.reconnect_max.load(Ordering::Relaxed),
+    )
 }
 
 /// A work item that runs after a delay (`struct delayed_work`), embedded in a `T` that is
@@ -383,5 +407,129 @@ unsafe extern "C" fn delayed_work_callback<T: DelayedWorkItem>(work: *mut raw::w
     // SAFETY: Per the function's safety requirements, `t` is the object whose `Arc` was leaked
     // by `queue` for this run.
     let this = unsafe { Arc::from_raw(t) };
+    T::run(this, &super::sync::ProcessCtx::enter());
+}
+
+/// A work item (`struct work_struct`) embedded in a `T` that is shared through an `Arc<T>`,
+/// number `ID` of `T`'s work items; see [`WorkItem`]. Its run gets a proof of process context.
+///
+/// # Invariants
+///
+/// `w` was initialised by `rds_rs_init_work` with [`work_callback::<T, ID>`].
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Work<T, const ID: u64> {
+    #[pin]
+    w: Opaque<raw::work_struct>,
+    _item: PhantomData<T>,
+}
+
+// SAFETY: The work is queued and run by the workqueue code, which allows that from any thread;
+// `T` itself is `Send + Sync` for every use (`WorkItem`).
+unsafe impl<T, const ID: u64> Send for Work<T, ID> {}
+// SAFETY: As above.
+unsafe impl<T, const ID: u64> Sync for Work<T, ID> {}
+
+/// A type with a [`Work<Self, ID>`] field, and what runs when it is queued.
+///
+/// # Safety
+///
+/// `OFFSET` is the offset of a `Work<Self, ID>` field in `Self` (use [`impl_work_item!`]).
+pub(crate) unsafe trait WorkItem<const ID: u64>:
+    Sized + Send + Sync + 'static
+{
+    /// The offset of the `Work<Self, ID>` field.
+    const OFFSET: usize;
+
+    /// Runs the work, in process context, with the reference the queueing took.
+    fn run(this: Arc<Self>, ctx: &super::sync::ProcessCtx);
+}
+
+/// Implements [`WorkItem`] number `$id` for `$ty`, whose field `$field` is a `Work<$ty, $id>`,
+/// with `$run` as its work.
+macro_rules! impl_work_item {
+    ($ty:ty, $id:literal, $field:ident, $run:path) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, whose type the `_check` below pins to
+        // `Work<$ty, $id>`.
+        unsafe impl $crate::bindings::sys::WorkItem<$id> for $ty {
+            const OFFSET: usize = {
+                fn _check(x: &$ty) -> &$crate::bindings::sys::Work<$ty, $id> {
+                    &x.$field
+                }
+                ::core::mem::offset_of!($ty, $field)
+            };
+
+            fn run(this: ::kernel::sync::Arc<Self>, ctx: &$crate::bindings::sync::ProcessCtx) {
+                $run(this, ctx)
+            }
+        }
+    };
+}
+pub(crate) use impl_work_item;
+
+/// Creates a [`Work`] initialiser with a lockdep class of its own and the given name (as
+/// `new_work!` does).
+macro_rules! new_process_work {
+    ($name:literal) => {
+        $crate::bindings::sys::Work::new(::kernel::c_str!($name), ::kernel::static_lock_class!())
+    };
+}
+pub(crate) use new_process_work;
+
+impl<T: WorkItem<ID>, const ID: u64> Work<T, ID> {
+    /// An initialiser for the field; use [`new_process_work!`].
+    pub(crate) fn new(name: &'static CStr, key: &'static LockClassKey) -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `slot` is valid for writes while the closure runs; the helper initialises
+            // the work in place with the callback of `T`, and a name and key that live for ever.
+            // INVARIANT: initialised with `work_callback::<T, ID>`.
+            w <- Opaque::ffi_init(|slot| unsafe {
+                raw::rds_rs_init_work(
+                    slot,
+                    Some(work_callback::<T, ID>),
+                    name.as_char_ptr(),
+                    super::sync::lock_class_key(key),
+                )
+            }),
+            _item: PhantomData,
+        })
+    }
+
+    /// Queues `this`'s work on `queue`; returns false (and drops `this`) when it was already
+    /// pending (the pending run will see whatever this one was for).
+    pub(crate) fn queue(queue: &OwnedQueue, this: Arc<T>) -> bool {
+        let base = ptr::from_ref::<T>(&this).cast::<u8>();
+        // SAFETY: `T::OFFSET` is the offset of a `Work<T, ID>` inside `T` (trait safety
+        // requirement), so the result points to that field of `*this`.
+        let field = unsafe { base.add(T::OFFSET) }.cast::<Work<T, ID>>();
+        // SAFETY: `field` points to a live `Work<T, ID>`.
+        let w = Opaque::raw_get(unsafe { ptr::addr_of!((*field).w) });
+        let raw = Arc::into_raw(this);
+        // SAFETY: `w` belongs to the object `raw` keeps alive and was initialised (type
+        // invariant); the queue is live (type invariant of `OwnedQueue`). When queued, the
+        // reference `raw` is owned by the pending work, which the callback takes back.
+        let queued = unsafe { raw::rds_rs_queue_work(queue.wq.as_ptr(), w) };
+        if !queued {
+            // SAFETY: Not queued, so `raw` (from `into_raw` above) is still ours.
+            drop(unsafe { Arc::from_raw(raw) });
+        }
+        queued
+    }
+}
+
+/// The C callback of a [`Work<T, ID>`].
+///
+/// # Safety
+///
+/// Called by the workqueue code for a work initialised by [`Work::new`] for `T` and `ID` and
+/// queued by [`Work::queue`], which leaked an `Arc<T>` for this run.
+unsafe extern "C" fn work_callback<T: WorkItem<ID>, const ID: u64>(work: *mut raw::work_struct) {
+    // CAST: `work` is the `Opaque` field of `Work<T, ID>` (its only non-zero-sized field), which
+    // is at `T::OFFSET` in `T`.
+    let t = work.cast::<u8>().wrapping_sub(T::OFFSET).cast::<T>();
+    // SAFETY: Per the function's safety requirements, `t` is the object whose `Arc` was leaked
+    // by `queue` for this run.
+    let this = unsafe { Arc::from_raw(t) };
+    // Work items run in process context.
     T::run(this, &super::sync::ProcessCtx::enter());
 }

@@ -23,6 +23,7 @@
 
 use crate::bindings::net::{NetId, SockRef, WaitQueue};
 use crate::bindings::sync::ProcessCtx;
+use crate::bindings::sys::{impl_work_item, new_process_work, Work};
 use crate::message::Payload;
 use crate::proto::Stat;
 use crate::proto::{cong_mask, cong_word, Addr, CONG_MAP_BYTES, CONG_MAP_WORDS};
@@ -32,11 +33,10 @@ use crate::stats;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
-    impl_has_work, new_mutex, new_work,
+    new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
     sync::{Arc, Mutex},
-    workqueue::{Work, WorkItem},
 };
 
 /// The congestion map of one address.
@@ -293,7 +293,7 @@ impl CongTable {
                 GFP_KERNEL,
             )?,
         };
-        crate::message::Message::cong_update(payload, faddr)
+        crate::message::Message::cong_update(payload, laddr, faddr)
     }
 
     /// Forgets the maps and events of a namespace that went away.
@@ -348,7 +348,7 @@ impl CongTable {
         stats::inc(Stat::CongUpdateReceived);
         netcong.generation.fetch_add(1, Ordering::AcqRel);
         self.waitq().wake_all();
-        let transports_ship_maps = shared.ships_cong_maps();
+        let transports_ship_maps = shared.transports.ships_cong_maps();
         match rx {
             RxCtx::Process(ctx) => {
                 if portmask != 0 {
@@ -371,7 +371,7 @@ impl CongTable {
                 }
                 if work {
                     self.pending.store(true, Ordering::Release);
-                    let _ = shared.wq.queue().enqueue::<_, 0>(shared.clone());
+                    Work::<Shared, 0>::queue(&shared.wq, shared.clone());
                 }
             }
         }
@@ -431,21 +431,14 @@ fn announce(shared: &Arc<Shared>, map: &CongMap) {
     });
 }
 
-impl_has_work! {
-    impl HasWork<Self, 0> for Shared { self.cong_work }
-}
+impl_work_item!(Shared, 0, cong_work, cong_worker);
 
-impl WorkItem<0> for Shared {
-    type Pointer = Arc<Shared>;
-
-    /// The congestion work.
-    fn run(this: Arc<Shared>) {
-        let ctx = ProcessCtx::enter();
-        this.cong.run_pending(&this, &ctx);
-    }
+/// The congestion work.
+fn cong_worker(this: Arc<Shared>, ctx: &ProcessCtx) {
+    this.cong.run_pending(&this, ctx);
 }
 
 /// The initialiser of [`Shared`]'s congestion work.
 pub(crate) fn new_cong_work() -> impl PinInit<Work<Shared, 0>> {
-    new_work!("Shared::cong_work")
+    new_process_work!("Shared::cong_work")
 }

@@ -42,27 +42,30 @@
 //! softirq context: the state they touch is under [`SpinLockBh`] locks.
 
 use crate::bindings::net::NetId;
-use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork};
+use crate::bindings::sync::{new_spinlock_bh, Gate, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{
+    self, impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
+};
 use crate::cong::{CongRef, NetCong};
 use crate::message::Message;
 use crate::proto::{
     on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, Stat, TxSeq,
     FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
+use crate::recv::RxCtx;
 use crate::send;
 use crate::socket::Shared;
 use crate::stats;
 use crate::transport::{ConnTransport, Transport, XmitError, XmitProgress};
 use core::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::{
-    impl_has_work,
+    c_str,
     list::{List, ListArc},
-    new_mutex, new_work,
+    new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, Mutex},
-    workqueue::{Work, WorkItem},
+    static_lock_class,
+    sync::{Arc, Mutex, UniqueArc},
 };
 
 /// How many messages one drain sends before it hands the rest to the send work (C:
@@ -91,6 +94,9 @@ pub(crate) struct ConnKey {
 struct Cursor {
     msg: Arc<Message>,
     progress: XmitProgress,
+    /// The core delivers it itself (a lossless connection, a plain message): it is on no
+    /// retransmit list.
+    direct: bool,
 }
 
 /// The fields of [`Conn`] protected by its spinlock (C: `cp_lock` and the fields the
@@ -151,11 +157,11 @@ pub(crate) fn live() -> usize {
 ///
 /// # Invariants
 ///
-/// - Only the task that set `in_xmit` (from false to true) calls the transport's `xmit` for
-///   this connection or changes `inner.cursor`, and it clears `in_xmit` when it stops;
-///   `send_gen` is bumped by every drain, so a task that finds messages queued after another
-///   task's drain knows whether that drain could have seen them (C's `RDS_IN_XMIT` /
-///   `cp_send_gen` protocol). The shutdown work holds `in_xmit` while it resets the path.
+/// - Only the task that took `in_xmit` calls the transport's `xmit` for this connection or
+///   changes `inner.cursor`, and it releases `in_xmit` when it stops; `send_gen` is bumped by
+///   every drain, so a task that finds messages queued after another task's drain knows
+///   whether that drain could have seen them (C's `RDS_IN_XMIT` / `cp_send_gen` protocol).
+///   The shutdown work holds `in_xmit` while it resets the path.
 /// - Once `destroyed` is set (under `inner`), nothing is queued on the connection again.
 #[pin_data]
 pub(crate) struct Conn {
@@ -164,8 +170,9 @@ pub(crate) struct Conn {
     /// The core's shared state.
     pub(crate) shared: Arc<Shared>,
     /// The transport.
-    pub(crate) transport: &'static dyn Transport,
-    /// The transport's state of this connection (C: `cp_transport_data`).
+    pub(crate) transport: Arc<dyn Transport>,
+    /// The transport's state of this connection (C: `cp_transport_data`); the transport gets
+    /// it back by type with [`Conn::tstate`].
     pub(crate) tconn: Arc<dyn ConnTransport>,
     /// The congestion map of the remote address (C: `c_fcong`).
     pub(crate) fcong: CongRef,
@@ -177,8 +184,10 @@ pub(crate) struct Conn {
     inner: SpinLockBh<ConnInner>,
     /// The state ([`ConnState`]).
     state: AtomicU8,
-    /// Set while a task drains the send queue (C: `RDS_IN_XMIT`).
-    in_xmit: AtomicBool,
+    /// Held while a task drains the send queue or resets the path (C: `RDS_IN_XMIT`): a drain
+    /// takes it or leaves the work to its owner, a shutdown waits for it.
+    #[pin]
+    in_xmit: Gate,
     /// Bumped by every drain (C: `cp_send_gen`).
     send_gen: AtomicU64,
     /// A drain found `in_xmit` taken: the holder drains once more after it lets go, whatever
@@ -221,58 +230,9 @@ pub(crate) struct Conn {
     _live: Live,
 }
 
-impl_has_work! {
-    impl HasWork<Self, 0> for Conn { self.send_work }
-    impl HasWork<Self, 1> for Conn { self.down_work }
-    impl HasWork<Self, 2> for Conn { self.pong_work }
-}
-
-impl WorkItem<0> for Conn {
-    type Pointer = Arc<Conn>;
-
-    /// The send work (C: `rds_send_worker`).
-    fn run(this: Arc<Conn>) {
-        let ctx = ProcessCtx::enter();
-        stats::inc(Stat::SendDelayedRetry);
-        if this.backoff.swap(false, Ordering::AcqRel) {
-            // The last attempt ran out of memory: give reclaim a moment.
-            sys::sleep_briefly();
-        }
-        this.xmit(&ctx);
-    }
-}
-
-impl WorkItem<1> for Conn {
-    type Pointer = Arc<Conn>;
-
-    /// The shutdown work (C: `rds_shutdown_worker`).
-    fn run(this: Arc<Conn>) {
-        let ctx = ProcessCtx::enter();
-        this.shutdown(&ctx);
-    }
-}
-
-impl WorkItem<2> for Conn {
-    type Pointer = Arc<Conn>;
-
-    /// Answers the pings that arrived in softirq context.
-    fn run(this: Arc<Conn>) {
-        let ctx = ProcessCtx::enter();
-        loop {
-            let port = {
-                let mut inner = this.inner.lock();
-                if inner.npongs == 0 {
-                    break;
-                }
-                inner.npongs -= 1;
-                let i = inner.npongs;
-                inner.pongs.get(i).copied().unwrap_or(0)
-            };
-            crate::recv::answer_ping(&this, port, &ctx);
-        }
-    }
-}
-
+impl_work_item!(Conn, 0, send_work, Conn::send_worker);
+impl_work_item!(Conn, 1, down_work, Conn::down_worker);
+impl_work_item!(Conn, 2, pong_work, Conn::pong_worker);
 impl_delayed_work_item!(Conn, connect_work, Conn::connect_work);
 
 /// How a drain ended.
@@ -307,7 +267,7 @@ impl Conn {
     fn new(
         key: ConnKey,
         shared: Arc<Shared>,
-        transport: &'static dyn Transport,
+        transport: Arc<dyn Transport>,
         tconn: Arc<dyn ConnTransport>,
         fcong: CongRef,
         netcong: Arc<NetCong>,
@@ -338,7 +298,7 @@ impl Conn {
                     "Conn::inner"
                 ),
                 state: AtomicU8::new(ConnState::Down as u8),
-                in_xmit: AtomicBool::new(false),
+                in_xmit <- Gate::new(c_str!("Conn::in_xmit"), static_lock_class!()),
                 send_gen: AtomicU64::new(0),
                 xmit_again: AtomicBool::new(false),
                 destroyed: AtomicBool::new(false),
@@ -351,14 +311,53 @@ impl Conn {
                 epoch: AtomicU64::new(0),
                 connect_started: AtomicU64::new(0),
                 down_lock <- new_mutex!((), "Conn::down_lock"),
-                send_work <- new_work!("Conn::send_work"),
-                down_work <- new_work!("Conn::down_work"),
-                pong_work <- new_work!("Conn::pong_work"),
+                send_work <- new_process_work!("Conn::send_work"),
+                down_work <- new_process_work!("Conn::down_work"),
+                pong_work <- new_process_work!("Conn::pong_work"),
                 connect_work <- DelayedWork::new(),
                 _live: Live::new(),
             }),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// The transport's state of this connection as the type `T` the transport made it (in
+    /// [`Transport::conn_alloc`]); `None` for a connection of a transport whose state is of
+    /// another type.
+    pub(crate) fn tstate<T: ConnTransport>(&self) -> Option<&T> {
+        let any: &dyn core::any::Any = &*self.tconn;
+        any.downcast_ref()
+    }
+
+    /// The send work (C: `rds_send_worker`).
+    fn send_worker(this: Arc<Conn>, ctx: &ProcessCtx) {
+        stats::inc(Stat::SendDelayedRetry);
+        if this.backoff.swap(false, Ordering::AcqRel) {
+            // The last attempt ran out of memory: give reclaim a moment.
+            sys::sleep_ms(1, ctx);
+        }
+        this.xmit(ctx);
+    }
+
+    /// The shutdown work (C: `rds_shutdown_worker`).
+    fn down_worker(this: Arc<Conn>, ctx: &ProcessCtx) {
+        this.shutdown(ctx);
+    }
+
+    /// Answers the pings that arrived in softirq context.
+    fn pong_worker(this: Arc<Conn>, ctx: &ProcessCtx) {
+        loop {
+            let port = {
+                let mut inner = this.inner.lock();
+                if inner.npongs == 0 {
+                    break;
+                }
+                inner.npongs -= 1;
+                let i = inner.npongs;
+                inner.pongs.get(i).copied().unwrap_or(0)
+            };
+            crate::recv::answer_ping(&this, port, ctx);
+        }
     }
 
     // --- state ---------------------------------------------------------------------------
@@ -389,8 +388,7 @@ impl Conn {
 
     /// The `RDS_INFO_CONNECTION_FLAG_*` bits of the connection's state.
     pub(crate) fn info_flags(&self) -> u8 {
-        self.state()
-            .info_flags(self.in_xmit.load(Ordering::Relaxed))
+        self.state().info_flags(self.in_xmit.is_taken())
     }
 
     /// Connects now if the connection is down and no reconnect is scheduled (C:
@@ -476,7 +474,7 @@ impl Conn {
         if self.is_destroyed() {
             return;
         }
-        let _ = self.shared.wq.queue().enqueue::<_, 1>(self.clone());
+        Work::<Conn, 1>::queue(&self.shared.wq, self.clone());
     }
 
     fn queue_reconnect(self: &Arc<Self>) {
@@ -495,13 +493,6 @@ impl Conn {
         }
     }
 
-    /// Takes `in_xmit`, waiting for the current drainer to let go.
-    fn acquire_xmit(&self) {
-        while self.in_xmit.swap(true, Ordering::Acquire) {
-            sys::sleep_briefly();
-        }
-    }
-
     /// Takes the connection down and, unless it was destroyed, schedules a reconnect (C:
     /// `rds_conn_shutdown`).
     pub(crate) fn shutdown(self: &Arc<Self>, ctx: &ProcessCtx) {
@@ -513,10 +504,10 @@ impl Conn {
             if !started {
                 return;
             }
-            self.acquire_xmit();
+            self.in_xmit.take(ctx);
             self.tconn.shutdown(self, ctx);
             self.reset_path();
-            self.in_xmit.store(false, Ordering::Release);
+            self.in_xmit.release();
             if !self.transition(ConnState::Disconnecting, ConnState::Down) {
                 // Dropped again meanwhile: the queued pass finishes the job.
                 return;
@@ -596,7 +587,7 @@ impl Conn {
         DelayedWork::cancel(self, ctx);
         {
             let _serial = self.down_lock.lock();
-            self.acquire_xmit();
+            self.in_xmit.take(ctx);
             self.tconn.shutdown(self, ctx);
             {
                 let mut inner = self.inner.lock();
@@ -610,7 +601,7 @@ impl Conn {
                 }
             }
             self.state.store(ConnState::Down as u8, Ordering::Release);
-            self.in_xmit.store(false, Ordering::Release);
+            self.in_xmit.release();
         }
         while let Some(m) = dropped.pop_front() {
             send::complete(&m, RDS_RDMA_DROPPED);
@@ -646,7 +637,7 @@ impl Conn {
             return;
         }
         // Already queued is fine: the pending run will see the new messages.
-        let _ = self.shared.wq.queue().enqueue::<_, 0>(self.clone());
+        Work::<Conn, 0>::queue(&self.shared.wq, self.clone());
     }
 
     /// Drains the send queue now if no other task does; otherwise, or if more remains than
@@ -667,10 +658,18 @@ impl Conn {
     }
 
     /// The next message to hand to the transport, moved to the retransmit list (C: the head
-    /// of `rds_send_xmit`'s loop); `None` when the queue is empty.
-    fn next_message(&self, inner: &mut ConnInner) -> Option<Cursor> {
+    /// of `rds_send_xmit`'s loop); `None` when the queue is empty. On a lossless connection a
+    /// plain message goes on no list: the drain delivers it.
+    fn next_message(&self, inner: &mut ConnInner, lossless: bool) -> Option<Cursor> {
         let m = inner.send_queue.pop_front()?;
         self.queued.fetch_sub(1, Ordering::Relaxed);
+        if lossless && m.op.is_none() {
+            return Some(Cursor {
+                msg: m.into_arc(),
+                progress: XmitProgress::default(),
+                direct: true,
+            });
+        }
         if !m.retransmitted() {
             let (max_p, max_b) = (sys::max_unacked_packets(), sys::max_unacked_bytes());
             if inner.pacer.on_send(m.len, max_p, max_b) {
@@ -688,6 +687,7 @@ impl Conn {
         Some(Cursor {
             msg,
             progress: XmitProgress::default(),
+            direct: false,
         })
     }
 
@@ -699,6 +699,7 @@ impl Conn {
     /// nothing is queued.
     fn next_cursor(&self, batch: &mut u32, no_cursor: bool) -> core::result::Result<Cursor, Drain> {
         let ready = self.tconn.xmit_ready();
+        let lossless = self.tconn.lossless();
         let map_due = self.map_queued.load(Ordering::Acquire);
         if no_cursor && !map_due && self.queued.load(Ordering::Acquire) == 0 {
             // Nothing in transmission (the caller sent it all), nothing queued.
@@ -716,7 +717,7 @@ impl Conn {
                 if !ready {
                     return Err(Drain::Held);
                 }
-                let next = self.next_message(&mut inner).ok_or(Drain::Empty);
+                let next = self.next_message(&mut inner, lossless).ok_or(Drain::Empty);
                 *batch += u32::from(next.is_ok());
                 return next;
             }
@@ -731,7 +732,7 @@ impl Conn {
             return Err(Drain::Held);
         }
         let next = self
-            .next_message(&mut self.inner.lock())
+            .next_message(&mut self.inner.lock(), lossless)
             .ok_or(Drain::Empty);
         *batch += u32::from(next.is_ok());
         next
@@ -752,6 +753,7 @@ impl Conn {
             Ok(m) => Some(Ok(Cursor {
                 msg: m.into_arc(),
                 progress: XmitProgress::default(),
+                direct: false,
             })),
             Err(_) => {
                 self.map_queued.store(true, Ordering::Release);
@@ -765,17 +767,17 @@ impl Conn {
         loop {
             // `SeqCst`: a sender's `queued` increment comes before this in the single total
             // order, or this drain's release of `in_xmit` does and the sender drains itself.
-            if self.in_xmit.swap(true, Ordering::SeqCst) {
+            if !self.in_xmit.try_take() {
                 // Leave word for the holder; if it let go before seeing it, try again.
                 self.xmit_again.store(true, Ordering::SeqCst);
-                if self.in_xmit.load(Ordering::SeqCst) {
+                if self.in_xmit.is_taken() {
                     stats::inc(Stat::SendLockContention);
                     return Drain::Busy;
                 }
                 continue;
             }
             if self.is_destroyed() || self.state() != ConnState::Up {
-                self.in_xmit.store(false, Ordering::Release);
+                self.in_xmit.release();
                 return Drain::NotUp;
             }
             let gen = self.send_gen.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
@@ -788,18 +790,17 @@ impl Conn {
                     Ok(c) => c,
                     Err(e) => break e,
                 };
-                match self
+                if cursor.direct {
+                    self.deliver_direct(cursor.msg, ctx);
+                } else if let Err(e) = self
                     .tconn
                     .xmit(self, &cursor.msg, &mut cursor.progress, ctx)
                 {
-                    Ok(()) => {}
-                    Err(e) => {
-                        self.inner.lock().cursor = Some(cursor);
-                        break match e {
-                            XmitError::Full => Drain::Full,
-                            XmitError::NoMem => Drain::Shortage,
-                        };
-                    }
+                    self.inner.lock().cursor = Some(cursor);
+                    break match e {
+                        XmitError::Full => Drain::Full,
+                        XmitError::NoMem => Drain::Shortage,
+                    };
                 }
                 if self.state() != ConnState::Up {
                     break Drain::NotUp;
@@ -807,7 +808,7 @@ impl Conn {
                 no_cursor = true;
             };
             self.tconn.xmit_complete(self, ctx);
-            self.in_xmit.store(false, Ordering::SeqCst);
+            self.in_xmit.release();
             // A kick that came while this drain held `in_xmit` (room or credits the transport
             // found after this drain was told there were none): drain again.
             if self.xmit_again.swap(false, Ordering::SeqCst)
@@ -831,6 +832,78 @@ impl Conn {
             if !more {
                 return Drain::Empty;
             }
+        }
+    }
+
+    /// Sends a plain message at once on a lossless connection ([`ConnTransport::lossless`])
+    /// when nothing is ahead of it: no other task draining, nothing queued, unacknowledged or
+    /// in transmission. It gets the next sequence number and is delivered before this returns
+    /// (C's loopback, `rds_loop_xmit`, minus the queue, the header and the ack); the sender is
+    /// not charged for it, as it is never outstanding. Otherwise the message comes back, for
+    /// the caller to queue.
+    pub(crate) fn send_now(
+        self: &Arc<Self>,
+        m: Pin<UniqueArc<Message>>,
+        ctx: &ProcessCtx,
+    ) -> core::result::Result<(), Pin<UniqueArc<Message>>> {
+        if !self.tconn.lossless() || !self.tconn.xmit_ready() || !self.in_xmit.try_take() {
+            return Err(m);
+        }
+        let seq = if self.state() == ConnState::Up {
+            let mut inner = self.inner.lock();
+            if self.is_destroyed()
+                || self.queued.load(Ordering::Relaxed) != 0
+                || self.map_queued.load(Ordering::Relaxed)
+                || inner.cursor.is_some()
+                || !inner.retrans.is_empty()
+            {
+                None
+            } else {
+                let seq = inner.tx.take();
+                inner.rx.accept(seq, false);
+                inner.last_used = sys::jiffies();
+                Some(seq)
+            }
+        } else {
+            None
+        };
+        let Some(seq) = seq else {
+            self.release_xmit(ctx);
+            return Err(m);
+        };
+        m.set_seq(seq);
+        crate::recv::deliver(self, ListArc::from(m), RxCtx::Process(ctx));
+        self.release_xmit(ctx);
+        Ok(())
+    }
+
+    /// Lets go of `in_xmit` after [`Conn::send_now`], draining if a sender queued a message
+    /// meanwhile and left it to us.
+    fn release_xmit(self: &Arc<Self>, ctx: &ProcessCtx) {
+        self.in_xmit.release();
+        if self.xmit_again.swap(false, Ordering::SeqCst) || self.queued.load(Ordering::SeqCst) != 0
+        {
+            self.xmit(ctx);
+        }
+    }
+
+    /// Delivers a message the drain took off the send queue of a lossless connection: it is
+    /// settled with its sender, then handed to the receiving side, unless it is a
+    /// retransmission of a message delivered before (sent before a reset, while the connection
+    /// was not lossless).
+    fn deliver_direct(self: &Arc<Self>, m: Arc<Message>, ctx: &ProcessCtx) {
+        let fresh = {
+            let mut inner = self.inner.lock();
+            inner.last_used = sys::jiffies();
+            inner.rx.accept(m.seq(), m.retransmitted())
+        };
+        send::complete(&m, RDS_RDMA_SUCCESS);
+        if !fresh {
+            stats::inc(Stat::RecvDropOldSeq);
+            return;
+        }
+        if let Ok(m) = ListArc::<Message, 1>::try_from_arc(m) {
+            crate::recv::deliver(self, m, RxCtx::Process(ctx));
         }
     }
 
@@ -956,7 +1029,7 @@ impl Conn {
             }
         };
         if queued && !self.is_destroyed() {
-            let _ = self.shared.wq.queue().enqueue::<_, 2>(self.clone());
+            Work::<Conn, 2>::queue(&self.shared.wq, self.clone());
         }
     }
 
@@ -1016,7 +1089,7 @@ impl Conn {
     /// Whether the connection is idle since `before` (jiffies): nothing queued, nothing
     /// unacknowledged, nothing in transmission, not used since.
     fn idle_since(&self, before: u64) -> bool {
-        if self.in_xmit.load(Ordering::Acquire) {
+        if self.in_xmit.is_taken() {
             return false;
         }
         let inner = self.inner.lock();
@@ -1062,7 +1135,7 @@ impl ConnTable {
         &self,
         shared: &Arc<Shared>,
         key: ConnKey,
-        transport: &'static dyn Transport,
+        transport: &Arc<dyn Transport>,
         passive: bool,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
@@ -1071,11 +1144,11 @@ impl ConnTable {
         }
         let fcong = shared.cong.get(key.net, key.faddr)?;
         let netcong = shared.cong.net(key.net)?;
-        let tconn = transport.conn_alloc(&key, ctx)?;
+        let tconn = transport.as_arc_borrow().conn_alloc(&key, ctx)?;
         let conn = Conn::new(
             key,
             shared.clone(),
-            transport,
+            transport.clone(),
             tconn,
             fcong,
             netcong,
@@ -1099,7 +1172,7 @@ impl ConnTable {
         &self,
         shared: &Arc<Shared>,
         key: ConnKey,
-        transport: &'static dyn Transport,
+        transport: &Arc<dyn Transport>,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
         let conn = self.create(shared, key, transport, false, ctx)?;
@@ -1114,7 +1187,7 @@ impl ConnTable {
         &self,
         shared: &Arc<Shared>,
         key: ConnKey,
-        transport: &'static dyn Transport,
+        transport: &Arc<dyn Transport>,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
         self.create(shared, key, transport, true, ctx)

@@ -351,7 +351,7 @@ fn recv_messages(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Re
             let d = s.data.lock();
             for inc in d.recv_queue.iter() {
                 let info = MsgInfo {
-                    seq: inc.seq,
+                    seq: inc.seq(),
                     len: inc.len,
                     laddr: bound.addr,
                     faddr: inc.saddr,

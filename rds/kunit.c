@@ -23,6 +23,11 @@ int rds_rs_kunit_lent_payload(void);
 int rds_rs_kunit_cong_unbound(void);
 int rds_rs_kunit_payload_stores(void);
 int rds_rs_kunit_slot_cache(void);
+u64 rds_rs_kunit_stat(unsigned int which);
+unsigned int rds_rs_kunit_pool_msgs(void);
+
+/* Which counter rds_rs_kunit_stat() reads. */
+enum { STAT_MSG_ALLOC, STAT_MSG_RECYCLED, STAT_PAYLOAD_ALLOC, STAT_PAYLOAD_RECYCLED };
 
 static void header_roundtrip(struct kunit *test)
 {
@@ -159,6 +164,112 @@ static void loopback_send_recv(struct kunit *test)
 	sock_release(b);
 }
 
+/* Two bound kernel sockets on 127.0.0.1. */
+static void pair(struct kunit *test, u16 pa, u16 pb, struct socket **a, struct socket **b,
+		 struct sockaddr_in *sa, struct sockaddr_in *sb)
+{
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa->sin_port = htons(pa);
+	*sb = *sa;
+	sb->sin_port = htons(pb);
+	KUNIT_ASSERT_EQ(test, 0, sock_create_kern(&init_net, PF_RDS, SOCK_SEQPACKET, 0, a));
+	KUNIT_ASSERT_EQ(test, 0, sock_create_kern(&init_net, PF_RDS, SOCK_SEQPACKET, 0, b));
+	KUNIT_ASSERT_EQ(test, 0, kernel_bind(*a, (struct sockaddr *)sa, sizeof(*sa)));
+	KUNIT_ASSERT_EQ(test, 0, kernel_bind(*b, (struct sockaddr *)sb, sizeof(*sb)));
+}
+
+/* Sends len bytes (filled with fill) from s to dest; the bytes sent or -errno. */
+static int send_to(struct socket *s, struct sockaddr_in *dest, char *buf, size_t len, char fill)
+{
+	struct msghdr msg = { .msg_name = dest, .msg_namelen = sizeof(*dest) };
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+
+	memset(buf, fill, len);
+	return kernel_sendmsg(s, &msg, &iov, 1, len);
+}
+
+/* Receives one message into buf without waiting; its length or -errno. */
+static int recv_one(struct socket *s, char *buf, size_t len)
+{
+	struct msghdr msg = {};
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+
+	return kernel_recvmsg(s, &msg, &iov, 1, len, MSG_DONTWAIT);
+}
+
+/*
+ * Request/response over loopback in steady state: once each socket has sent its first
+ * messages, every message comes from its sender's pool, with its payload buffer, and nothing
+ * is allocated per message.
+ */
+static void msg_steady_state(struct kunit *test)
+{
+	struct sockaddr_in sa, sb;
+	struct socket *a = NULL, *b = NULL;
+	u64 alloc, recycled, palloc, precycled;
+	char *out, *in;
+	int i;
+
+	out = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	in = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	KUNIT_ASSERT_NOT_NULL(test, in);
+	pair(test, 47003, 47004, &a, &b, &sa, &sb);
+	for (i = 0; i < 104; i++) {
+		if (i == 4) {
+			alloc = rds_rs_kunit_stat(STAT_MSG_ALLOC);
+			recycled = rds_rs_kunit_stat(STAT_MSG_RECYCLED);
+			palloc = rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC);
+			precycled = rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED);
+		}
+		/* A 1 KiB request, a 64-byte answer, each read at once. */
+		KUNIT_ASSERT_EQ(test, 1024, send_to(a, &sb, out, 1024, (char)i));
+		KUNIT_ASSERT_EQ(test, 1024, recv_one(b, in, 1024));
+		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[1023]);
+		KUNIT_ASSERT_EQ(test, 64, send_to(b, &sa, out, 64, (char)~i));
+		KUNIT_ASSERT_EQ(test, 64, recv_one(a, in, 1024));
+		KUNIT_ASSERT_EQ(test, (int)(char)~i, (int)in[63]);
+	}
+	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_MSG_ALLOC) - alloc);
+	KUNIT_EXPECT_EQ(test, 200ULL, rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
+	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC) - palloc);
+	KUNIT_EXPECT_EQ(test, 100ULL, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
+	sock_release(a);
+	sock_release(b);
+}
+
+/*
+ * A socket's pool keeps at most POOL_MSGS spares: of more messages coming back at once, the
+ * rest are freed. Messages that come back after the sender closed are freed too (kmemleak,
+ * after the guest unloads the module, says whether anything was kept).
+ */
+static void msg_pool_bounded(struct kunit *test)
+{
+	unsigned int most = rds_rs_kunit_pool_msgs(), n = most + 4, i;
+	struct sockaddr_in sa, sb;
+	struct socket *a = NULL, *b = NULL;
+	u64 alloc, recycled;
+	char buf[64];
+
+	pair(test, 47005, 47006, &a, &b, &sa, &sb);
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, 64, send_to(a, &sb, buf, 64, 'x'));
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, 64, recv_one(b, buf, sizeof(buf)));
+	alloc = rds_rs_kunit_stat(STAT_MSG_ALLOC);
+	recycled = rds_rs_kunit_stat(STAT_MSG_RECYCLED);
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, 64, send_to(a, &sb, buf, 64, 'y'));
+	KUNIT_EXPECT_EQ(test, (u64)most, rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
+	KUNIT_EXPECT_EQ(test, (u64)(n - most), rds_rs_kunit_stat(STAT_MSG_ALLOC) - alloc);
+	/* The sender goes first; its messages still queued at b come back to a closed pool. */
+	sock_release(a);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, 64, recv_one(b, buf, sizeof(buf)));
+	sock_release(b);
+}
+
 static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(header_roundtrip),
 	KUNIT_CASE(header_checksum),
@@ -175,6 +286,8 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(socket_bad_type),
 	KUNIT_CASE(socket_bad_protocol),
 	KUNIT_CASE(loopback_send_recv),
+	KUNIT_CASE(msg_steady_state),
+	KUNIT_CASE(msg_pool_bounded),
 	{}
 };
 

@@ -10,7 +10,8 @@ use crate::bindings::mm::page_write;
 use crate::bindings::net::NetId;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::ConnKey;
-use crate::message::{InData, Incoming, IncomingHeader, LentFrags, Payload};
+use crate::message::{IncomingHeader, LentFrags, Message, Payload};
+use crate::proto::Stat;
 use crate::proto::{
     cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, key_acceptable, make_cookie,
     scan_send_cmsgs, verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header,
@@ -268,6 +269,24 @@ extern "C" fn rds_rs_kunit_payload_stores() -> c_int {
     0
 }
 
+/// The counters the message-memory cases read (`STAT_*` of `kunit.c`).
+#[no_mangle]
+extern "C" fn rds_rs_kunit_stat(which: u32) -> u64 {
+    let stat = match which {
+        0 => Stat::RsMsgAlloc,
+        1 => Stat::RsMsgRecycled,
+        2 => Stat::RsPayloadAlloc,
+        _ => Stat::RsPayloadRecycled,
+    };
+    crate::stats::get(stat)
+}
+
+/// How many spares a socket's pool keeps.
+#[no_mangle]
+extern "C" fn rds_rs_kunit_pool_msgs() -> u32 {
+    crate::message::POOL_MSGS as u32
+}
+
 /// Runs a KUnit case on the shared state.
 pub(crate) fn run_on_shared(shared: &Arc<Shared>, case: u32, ctx: &ProcessCtx) -> c_int {
     match case {
@@ -288,10 +307,10 @@ fn passive_conn(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
         faddr: Addr::from_v4([127, 0, 0, 92]),
         tos: 0,
     };
-    let Ok(c) = shared
-        .conns
-        .get_passive(shared, key, &crate::rds_loop::LOOPBACK, ctx)
-    else {
+    let Some(lo) = shared.transports.by_kind(crate::proto::RDS_TRANS_LOOP) else {
+        return 100;
+    };
+    let Ok(c) = shared.conns.get_passive(shared, key, &lo, ctx) else {
         return 101;
     };
     let down = c.state() == ConnState::Down;
@@ -381,14 +400,12 @@ fn slot_cache(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
     let Ok(slot) = cache.take_or_alloc(ctx, GFP_KERNEL) else {
         return 104;
     };
-    let inc: Arc<Incoming> = slot
-        .fill(hdr, InData::Own(Payload::lent(frags, 0)))
-        .into_arc();
+    let inc: Arc<Message> = slot.fill(hdr, Payload::lent(frags, 0)).into_arc();
     // Still referenced elsewhere: not taken, nothing dropped.
     let other = inc.clone();
-    cache.give_back(inc, ctx);
+    Message::recycle(inc, cache, ctx);
     let kept_while_shared = cache.spares() == 0 && !dropped.load(Ordering::Acquire);
-    cache.give_back(other, ctx);
+    Message::recycle(other, cache, ctx);
     let recycled = cache.spares() == 1 && dropped.load(Ordering::Acquire);
     // Many more than the cache keeps.
     let mut many = KVec::new();
@@ -396,14 +413,14 @@ fn slot_cache(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
         let Ok(slot) = cache.take_or_alloc(ctx, GFP_KERNEL) else {
             return 105;
         };
-        let inc = slot.fill(hdr, InData::Own(Payload::empty())).into_arc();
+        let inc = slot.fill(hdr, Payload::empty()).into_arc();
         if many.push(inc, GFP_KERNEL).is_err() {
             return 106;
         }
     }
     let took_the_spare = cache.spares() == 0;
     for inc in many {
-        cache.give_back(inc, ctx);
+        Message::recycle(inc, cache, ctx);
     }
     let bounded = cache.spares() == crate::message::SPARE_SLOTS;
     first_failure(&[kept_while_shared, recycled, took_the_spare, bounded])

@@ -15,21 +15,26 @@
 
 use crate::bindings::mm::{page_read, page_write};
 use crate::bindings::net::{emsgsize, MsgHdr, SockRef};
-use crate::bindings::sync::{new_spinlock_bh, recycle_unique, ProcessCtx, SpinLockBh};
+use crate::bindings::sync::{
+    new_spinlock_bh, new_spinlock_pc, recycle_unique, ProcessCtx, SpinLockBh, SpinLockPc,
+};
 use crate::proto::{
-    msg_charge, Addr, Ext, Header, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
+    msg_charge, Addr, Ext, Header, Stat, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
 };
 use crate::rdma::{Notifier, RdmaOp};
 use crate::socket::Rds;
+use crate::stats;
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering};
 use kernel::{
     alloc::Flags,
-    list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, ListArc, ListLinks},
-    new_spinlock,
+    list::{
+        impl_has_list_links, impl_list_arc_safe, impl_list_item, AtomicTracker, ListArc, ListLinks,
+        TryNewListArc,
+    },
     page::{Page, PAGE_SIZE},
     prelude::*,
-    sync::{Arc, SpinLock, UniqueArc},
+    sync::{Arc, UniqueArc},
 };
 
 // The payload's pages hold `PAGE_SIZE` bytes each, and the RDMA rules of `proto` count pages
@@ -103,6 +108,9 @@ enum Store {
     Own(KVec<Page>),
     /// A transport's fragments, given back when dropped.
     Lent(Arc<dyn LentFrags>),
+    /// Another message's payload (loopback's network-like path shares the sender's message
+    /// with the receiver's).
+    Msg(Arc<Message>),
 }
 
 /// The bytes of one message, in pages (C: the data scatterlist of `rds_message`), immutable
@@ -113,7 +121,7 @@ enum Store {
 /// `len` is the number of bytes `store` holds (for `Inline`, at most [`INLINE_MAX`], the first
 /// `len` bytes of the array; for `Small`, the buffer's length, at most
 /// [`SMALL_MAX`]; for `Chunks`, buffers of [`SMALL_MAX`] bytes whose lengths add up to `len`;
-/// for `Own`, `ceil(len / PAGE_SIZE)` pages).
+/// for `Own`, `ceil(len / PAGE_SIZE)` pages; for `Msg`, the other message's payload length).
 pub(crate) struct Payload {
     len: usize,
     store: Store,
@@ -155,9 +163,65 @@ impl Payload {
         Some(chunks)
     }
 
+    /// Replaces the payload with `len` bytes of a `sendmsg`'s payload: inside the payload up to
+    /// [`INLINE_MAX`] bytes, else in `spare` (a buffer kept from an earlier message, reused
+    /// when it has room; otherwise replaced by a new one) up to [`SMALL_MAX`], else in new
+    /// memory. New memory is charged to the caller's memory cgroup. `EFAULT` when user memory
+    /// faults.
+    pub(crate) fn fill_from_user(
+        &mut self,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        spare: &mut KVec<u8>,
+    ) -> Result {
+        let old = core::mem::replace(self, Self::empty());
+        if let Some(buf) = old.into_buffer() {
+            if buf.capacity() > spare.capacity() {
+                *spare = buf;
+            }
+        }
+        let inline = Self::inline_with(len, |dst| {
+            if msg.copy_into_slice(dst) == len {
+                Ok(())
+            } else {
+                Err(EFAULT)
+            }
+        });
+        if let Some(p) = inline {
+            *self = p?;
+            return Ok(());
+        }
+        if len <= SMALL_MAX && spare.capacity() >= len {
+            let mut buf = core::mem::replace(spare, KVec::new());
+            crate::bindings::mm::clear_bytes(&mut buf);
+            if msg.copy_into_vec(&mut buf, len)? != len {
+                *spare = buf;
+                return Err(EFAULT);
+            }
+            stats::inc(Stat::RsPayloadRecycled);
+            // INVARIANT: the buffer holds the `len` bytes copied.
+            *self = Self {
+                len,
+                store: Store::Small(buf),
+            };
+            return Ok(());
+        }
+        stats::inc(Stat::RsPayloadAlloc);
+        *self = Self::from_user(msg, len)?;
+        Ok(())
+    }
+
+    /// The payload's buffer, if it keeps its bytes in one (to reuse for another payload).
+    pub(crate) fn into_buffer(self) -> Option<KVec<u8>> {
+        match self.store {
+            Store::Small(buf) => Some(buf),
+            _ => None,
+        }
+    }
+
     /// Copies `len` bytes of a `sendmsg`'s payload into new memory, charged to the caller's
     /// memory cgroup; `EFAULT` when user memory faults.
-    pub(crate) fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
+    fn from_user(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
         let inline = Self::inline_with(len, |dst| {
             if msg.copy_into_slice(dst) == len {
                 Ok(())
@@ -267,6 +331,16 @@ impl Payload {
         }
     }
 
+    /// The payload of `m`, shared with it (the receiver's copy of a loopback message on the
+    /// network-like path).
+    pub(crate) fn shared(m: Arc<Message>) -> Self {
+        // INVARIANT: the same bytes as `m`'s payload.
+        Self {
+            len: m.data.len(),
+            store: Store::Msg(m),
+        }
+    }
+
     /// A payload of `len` bytes in a transport's fragments.
     pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
         // INVARIANT: the transport vouches that its fragments hold `len` bytes.
@@ -337,6 +411,7 @@ impl Payload {
             }
             Store::Own(pages) => pages.get(idx).map(|p| Frag::Page(p, 0, n)),
             Store::Lent(_) => None,
+            Store::Msg(m) => m.data.segment(idx),
         }
     }
 
@@ -361,6 +436,7 @@ impl Payload {
             Store::Lent(frags) => {
                 frags.try_for_each(&mut |page, off, n| f(Frag::Page(page, off, n)))
             }
+            Store::Msg(m) => m.data.try_for_each_frag(f),
         }
     }
 
@@ -416,44 +492,96 @@ impl Payload {
     }
 }
 
-/// A message queued for transmission.
+/// A message: what a socket sends, through its connection's send queue and retransmit list,
+/// and what a socket receives, on its receive queue (C: `rds_message` with its embedded
+/// `m_inc`, and `rds_incoming`). Over loopback the receiver gets the sender's message itself
+/// (with no header written or parsed); a network transport builds the receiving side's from
+/// the header that arrived, in memory it allocated beforehand ([`RxSlot`]).
 ///
-/// # Invariants
+/// A message a socket sends comes from the socket's pool of spares ([`MsgPool`]) when it has
+/// one, and goes back there with its payload buffer when its last user (the receiver's
+/// `recvmsg`, over loopback) is done with it ([`Message::recycle`]), so that a socket sending
+/// steadily allocates nothing per message.
 ///
-/// `len == data.len()`; `charge == msg_charge(len)` is what the message counts against its
-/// sender's send buffer while `owner.sock` holds the sender.
+/// Lock order: `owner` before `RdsSocket::data`.
 #[pin_data]
 pub(crate) struct Message {
     /// The links of the connection's send queue or retransmit list (one at a time).
     #[pin]
-    links: ListLinks,
+    links: ListLinks<0>,
+    /// The links of the receiving socket's queue.
+    #[pin]
+    rx_links: ListLinks<1>,
+    /// Whether the message is on a receive queue (or on its way to one).
+    #[pin]
+    rx_tracker: AtomicTracker<1>,
+    /// The sending socket while the message counts against its send buffer (C: `m_rs`, under
+    /// `m_rs_lock`), and the operation's notifier.
+    #[pin]
+    owner: SpinLockBh<Owner>,
+    /// Everything else (read through [`Deref`](core::ops::Deref)).
+    body: MsgBody,
+}
+
+// `body` is declared without `#[pin]` and nothing points into it: a spare message (uniquely
+// owned, on no list) is rewritten through it.
+crate::bindings::sync::impl_unpinned_field!(Message, body: MsgBody, body_mut);
+
+/// The fields of a [`Message`] other than its links and its owner.
+///
+/// # Invariants
+///
+/// `len == data.len()`; `charge == msg_charge(len)` is what the message counts against its
+/// sender's send buffer while the owner holds the sender, and against the receiver's receive
+/// buffer while it is queued there.
+pub(crate) struct MsgBody {
     /// Source port (host order).
     pub(crate) sport: u16,
     /// Destination port (host order).
     pub(crate) dport: u16,
     /// Payload length (`h_len`).
     pub(crate) len: u32,
-    /// What the message counts against its sender's send buffer.
+    /// What the message counts against its sender's send buffer and its receiver's receive
+    /// buffer.
     pub(crate) charge: u32,
-    /// The payload (over loopback the receiver shares it by holding the message,
-    /// [`InData::Msg`]).
+    /// The payload.
     pub(crate) data: Payload,
-    /// The identity of the sending socket ([`crate::bindings::net::Sock::id`]), 0 for none.
+    /// The identity of the sending socket ([`crate::bindings::net::Sock::id`]), 0 for none or
+    /// for a message that arrived from a network.
     pub(crate) owner_id: usize,
+    /// The source address (the sender's bound address).
+    pub(crate) saddr: Addr,
     /// The destination address.
     pub(crate) daddr: Addr,
+    /// The connection's type of service.
+    pub(crate) tos: u8,
     /// The RDMA or atomic operation to perform before the message is delivered.
     pub(crate) op: Option<KBox<RdmaOp>>,
     /// A registration cookie for the receiver (`RDS_CMSG_RDMA_DEST`), 0 for none.
     pub(crate) rdma_cookie: u64,
-    /// Sequence number, assigned when queued on the connection.
+    /// Sequence number, assigned when queued on the connection (or when it arrived).
     seq: AtomicU64,
     /// Header flags (`RDS_FLAG_*`).
     flags: AtomicU8,
-    /// The sending socket while the message counts against its send buffer (C: `m_rs`, under
-    /// `m_rs_lock`), and the operation's notifier. Lock order: before `RdsSocket::data`.
-    #[pin]
-    owner: SpinLockBh<Owner>,
+    /// When it was queued at the receiver (nanoseconds of real time), 0 when `SO_TIMESTAMP`
+    /// was off.
+    pub(crate) rx_tstamp: AtomicI64,
+    /// When it was queued at the receiver (`local_clock`), for `SO_RDS_MSG_RXPATH_LATENCY`
+    /// (C: `i_rx_lat_trace[RDS_MSG_RX_END]`); 0 when the receiver traces nothing.
+    pub(crate) rx_end: AtomicU64,
+    /// The pool the message's memory goes back to ([`Message::recycle`]), `None` for memory
+    /// that is freed (or kept by the module's [`SlotCache`]).
+    pool: Option<Arc<MsgPool>>,
+    /// A payload buffer kept for the next use of the message's memory (a spare's).
+    spare: KVec<u8>,
+}
+
+impl core::ops::Deref for Message {
+    type Target = MsgBody;
+
+    fn deref(&self) -> &MsgBody {
+        &self.body
+    }
 }
 
 /// What [`Message::take_owner`] hands over.
@@ -466,101 +594,225 @@ pub(crate) struct Owner {
     pub(crate) op_done: bool,
 }
 
-/// The parts of a new [`Message`].
+impl Owner {
+    const fn none() -> Self {
+        Self {
+            sock: None,
+            notifier: None,
+            op_done: false,
+        }
+    }
+}
+
+/// The parts of a message of the core ([`Message::new`]: pongs, congestion maps).
 pub(crate) struct MessageParts {
     /// Source port (host order).
     pub(crate) sport: u16,
     /// Destination port (host order).
     pub(crate) dport: u16,
+    /// Source address (the connection's local address).
+    pub(crate) saddr: Addr,
     /// Destination address.
     pub(crate) daddr: Addr,
+    /// The connection's type of service.
+    pub(crate) tos: u8,
     /// The payload.
     pub(crate) data: Payload,
-    /// The sending socket (`None` for messages of the core).
-    pub(crate) owner: Option<SockRef<Rds>>,
-    /// The RDMA or atomic operation.
-    pub(crate) op: Option<KBox<RdmaOp>>,
-    /// Its notifier.
-    pub(crate) notifier: Option<ListArc<Notifier>>,
-    /// A cookie for the receiver.
-    pub(crate) rdma_cookie: u64,
-    /// Initial header flags (`RDS_FLAG_CONG_BITMAP` for a congestion map).
+    /// Header flags (`RDS_FLAG_CONG_BITMAP` for a congestion map).
     pub(crate) flags: u8,
 }
 
-impl MessageParts {
-    /// A message without RDMA.
-    pub(crate) fn plain(
-        sport: u16,
-        dport: u16,
-        daddr: Addr,
-        data: Payload,
-        owner: Option<SockRef<Rds>>,
-    ) -> Self {
-        Self {
-            sport,
-            dport,
-            daddr,
-            data,
-            owner,
-            op: None,
-            notifier: None,
-            rdma_cookie: 0,
-            flags: 0,
-        }
-    }
+/// Where a message a socket sends goes, and where it comes from (the addressing of a
+/// `sendmsg`).
+#[derive(Clone, Copy)]
+pub(crate) struct MsgHead {
+    /// Source port (the sender's bound port).
+    pub(crate) sport: u16,
+    /// Destination port.
+    pub(crate) dport: u16,
+    /// Source address (the sender's bound address).
+    pub(crate) saddr: Addr,
+    /// Destination address.
+    pub(crate) daddr: Addr,
+    /// Type of service.
+    pub(crate) tos: u8,
+    /// The sending socket's identity.
+    pub(crate) owner_id: usize,
 }
 
 impl_list_arc_safe! {
     impl ListArcSafe<0> for Message { untracked; }
+    impl ListArcSafe<1> for Message { tracked_by rx_tracker: AtomicTracker<1>; }
 }
 impl_has_list_links! {
     impl HasListLinks<0> for Message { self.links }
+    impl HasListLinks<1> for Message { self.rx_links }
 }
 impl_list_item! {
     impl ListItem<0> for Message { using ListLinks; }
+    impl ListItem<1> for Message { using ListLinks; }
+}
+
+impl MsgBody {
+    /// A body with nothing in it yet.
+    fn new(data: Payload, pool: Option<Arc<MsgPool>>) -> Result<Self> {
+        let len = u32::try_from(data.len()).map_err(|_| emsgsize())?;
+        // INVARIANT: `len` is the payload's length and `charge` its charge.
+        Ok(Self {
+            sport: 0,
+            dport: 0,
+            len,
+            charge: msg_charge(len),
+            data,
+            owner_id: 0,
+            saddr: Addr::default(),
+            daddr: Addr::default(),
+            tos: 0,
+            op: None,
+            rdma_cookie: 0,
+            seq: AtomicU64::new(0),
+            flags: AtomicU8::new(0),
+            rx_tstamp: AtomicI64::new(0),
+            rx_end: AtomicU64::new(0),
+            pool,
+            spare: KVec::new(),
+        })
+    }
 }
 
 impl Message {
-    /// Builds a message.
+    /// Builds a message of the core (pongs, congestion maps): no sender, no operation.
     pub(crate) fn new(p: MessageParts, flags: Flags) -> Result<ListArc<Self>> {
-        let len = u32::try_from(p.data.len()).map_err(|_| emsgsize())?;
-        let owner_id = p.owner.as_ref().map_or(0, |s| s.id());
-        let charge = msg_charge(len);
+        let mut body = MsgBody::new(p.data, None)?;
+        body.sport = p.sport;
+        body.dport = p.dport;
+        body.saddr = p.saddr;
+        body.daddr = p.daddr;
+        body.tos = p.tos;
+        body.flags = AtomicU8::new(p.flags);
         ListArc::pin_init(
             try_pin_init!(Message {
                 links <- ListLinks::new(),
-                sport: p.sport,
-                dport: p.dport,
-                // INVARIANT: `len` is the payload's length and `charge` its charge.
-                len,
-                charge,
-                data: p.data,
-                owner_id,
-                daddr: p.daddr,
-                op: p.op,
-                rdma_cookie: p.rdma_cookie,
-                seq: AtomicU64::new(0),
-                flags: AtomicU8::new(p.flags),
-                owner <- new_spinlock_bh!(
-                    Owner {
-                        sock: p.owner,
-                        notifier: p.notifier,
-                        op_done: false,
-                    },
-                    "Message::owner"
-                ),
+                rx_links <- ListLinks::new(),
+                rx_tracker <- AtomicTracker::new(),
+                owner <- new_spinlock_bh!(Owner::none(), "Message::owner"),
+                body,
             }),
             flags,
         )
     }
 
-    /// A congestion-map update carrying `data` (C: `rds_cong_update_alloc`): ports 0, flags
-    /// `CONG_BITMAP`, no sequence number.
-    pub(crate) fn cong_update(data: Payload, daddr: Addr) -> Result<ListArc<Self>> {
-        let mut p = MessageParts::plain(0, 0, daddr, data, None);
-        p.flags = FLAG_CONG_BITMAP;
-        Self::new(p, GFP_KERNEL)
+    /// The message of a `sendmsg` of `len` bytes to `head`, with its payload copied from the
+    /// caller's iovecs: a spare of `pool` when it has one (its payload buffer reused when it is
+    /// large enough), else new memory charged to the caller's memory cgroup. `EFAULT` when
+    /// user memory faults. The owner, operation and cookie are set later
+    /// ([`Message::set_owner`], [`Message::set_rdma`]); until the message is published it is
+    /// the caller's alone.
+    pub(crate) fn from_user(
+        pool: &Arc<MsgPool>,
+        head: MsgHead,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+    ) -> Result<Pin<UniqueArc<Self>>> {
+        let mut m = match pool.take() {
+            Some(m) => {
+                stats::inc(Stat::RsMsgRecycled);
+                m
+            }
+            None => {
+                stats::inc(Stat::RsMsgAlloc);
+                let body = MsgBody::new(Payload::empty(), None)?;
+                UniqueArc::pin_init(
+                    pin_init!(Message {
+                        links <- ListLinks::new(),
+                        rx_links <- ListLinks::new(),
+                        rx_tracker <- AtomicTracker::new(),
+                        owner <- new_spinlock_bh!(Owner::none(), "Message::owner"),
+                        body,
+                    }),
+                    GFP_KERNEL_ACCOUNT,
+                )?
+            }
+        };
+        let b = m.as_mut().body_mut();
+        let len32 = u32::try_from(len).map_err(|_| emsgsize())?;
+        b.data.fill_from_user(msg, len, &mut b.spare)?;
+        b.sport = head.sport;
+        b.dport = head.dport;
+        // INVARIANT: the payload holds `len` bytes.
+        b.len = len32;
+        b.charge = msg_charge(len32);
+        b.owner_id = head.owner_id;
+        b.saddr = head.saddr;
+        b.daddr = head.daddr;
+        b.tos = head.tos;
+        b.op = None;
+        b.rdma_cookie = 0;
+        *b.seq.get_mut() = 0;
+        *b.flags.get_mut() = 0;
+        *b.rx_tstamp.get_mut() = 0;
+        *b.rx_end.get_mut() = 0;
+        b.pool = Some(pool.clone());
+        Ok(m)
+    }
+
+    /// Gives a message of a `sendmsg` its operation and the cookie for its receiver.
+    pub(crate) fn set_rdma(self: Pin<&mut Self>, op: Option<KBox<RdmaOp>>, rdma_cookie: u64) {
+        let b = self.body_mut();
+        b.op = op;
+        b.rdma_cookie = rdma_cookie;
+    }
+
+    /// Makes the message count against its sender's send buffer until it is settled
+    /// ([`crate::send::complete`]), with the notifier of its operation.
+    pub(crate) fn set_owner(&self, sock: SockRef<Rds>, notifier: Option<ListArc<Notifier>>) {
+        let mut o = self.owner.lock();
+        o.sock = Some(sock);
+        o.notifier = notifier;
+        o.op_done = false;
+    }
+
+    /// The caller is done with `msg`, the last user of a message that arrived (`recvmsg`):
+    /// if this was the last reference, its memory goes back to the pool of the socket that
+    /// sent it (a spare for that socket's next message), or else to the module's cache of
+    /// memory for incoming messages; its contents (a transport's fragments, an operation, the
+    /// sender's message it shares) are dropped here. Process context: the caches' locks are
+    /// taken in process context only.
+    pub(crate) fn recycle(msg: Arc<Self>, cache: &SlotCache, ctx: &ProcessCtx) {
+        let Some(mut m) = msg.into_unique_or_drop() else {
+            return;
+        };
+        let b = m.as_mut().body_mut();
+        let Some(pool) = b.pool.take() else {
+            cache.give_back(m, ctx);
+            return;
+        };
+        // Its payload buffer stays with it for the next message; what it held goes now.
+        b.op = None;
+        let data = core::mem::replace(&mut b.data, Payload::empty());
+        if let Some(buf) = data.into_buffer() {
+            if buf.capacity() > b.spare.capacity() && buf.capacity() <= POOL_BUF_MAX {
+                b.spare = buf;
+            }
+        }
+        pool.give_back(m);
+    }
+
+    /// A congestion-map update of `saddr`'s map carrying `data` (C: `rds_cong_update_alloc`):
+    /// ports 0, flags `CONG_BITMAP`, no sequence number.
+    pub(crate) fn cong_update(data: Payload, saddr: Addr, daddr: Addr) -> Result<ListArc<Self>> {
+        Self::new(
+            MessageParts {
+                sport: 0,
+                dport: 0,
+                saddr,
+                daddr,
+                tos: 0,
+                data,
+                flags: FLAG_CONG_BITMAP,
+            },
+            GFP_KERNEL,
+        )
     }
 
     /// The sequence number.
@@ -647,79 +899,8 @@ impl Message {
     }
 }
 
-/// A message received for a socket, on its receive queue.
-#[pin_data]
-pub(crate) struct Incoming {
-    /// The links of the socket's receive queue.
-    #[pin]
-    links: ListLinks,
-    /// Source address.
-    pub(crate) saddr: Addr,
-    /// Destination address.
-    pub(crate) daddr: Addr,
-    /// Source port (host order).
-    pub(crate) sport: u16,
-    /// Destination port (host order).
-    pub(crate) dport: u16,
-    /// Sequence number on the connection it came over.
-    pub(crate) seq: u64,
-    /// Payload length.
-    pub(crate) len: u32,
-    /// What it counts against the receiver's receive buffer.
-    pub(crate) charge: u32,
-    /// The connection's type of service.
-    pub(crate) tos: u8,
-    /// The payload.
-    pub(crate) data: InData,
-    /// When it was queued (nanoseconds of real time), 0 when `SO_TIMESTAMP` was off.
-    pub(crate) rx_tstamp: AtomicI64,
-    /// When it was queued (`local_clock`), for `SO_RDS_MSG_RXPATH_LATENCY` (C:
-    /// `i_rx_lat_trace[RDS_MSG_RX_END]`).
-    pub(crate) rx_end: AtomicU64,
-    /// The RDMA cookie of an `RDMA_DEST` extension header, 0 for none.
-    pub(crate) rdma_cookie: u64,
-}
-
-impl_list_arc_safe! {
-    impl ListArcSafe<0> for Incoming { untracked; }
-}
-impl_has_list_links! {
-    impl HasListLinks<0> for Incoming { self.links }
-}
-impl_list_item! {
-    impl ListItem<0> for Incoming { using ListLinks; }
-}
-
-/// The bytes of an incoming message.
-pub(crate) enum InData {
-    /// The sender's message itself: loopback shares a message without an operation with its
-    /// receiver instead of copying it (the message's other parts are small, and the receive
-    /// buffer bounds how many the receiver holds).
-    Msg(Arc<Message>),
-    /// A payload of its own: a network transport's fragments ([`Payload::lent`]), or a copy.
-    Own(Payload),
-}
-
-impl InData {
-    /// The payload.
-    pub(crate) fn payload(&self) -> &Payload {
-        match self {
-            InData::Msg(m) => &m.data,
-            InData::Own(p) => p,
-        }
-    }
-}
-
-impl core::ops::Deref for InData {
-    type Target = Payload;
-
-    fn deref(&self) -> &Payload {
-        self.payload()
-    }
-}
-
-/// The addressing and identity of an incoming message (everything but its payload), from its
-/// header and its connection.
+/// The addressing and identity of a message that arrived from a network (everything but its
+/// payload), from its header and its connection.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct IncomingHeader {
     /// Source address.
@@ -738,9 +919,10 @@ pub(crate) struct IncomingHeader {
     pub(crate) rdma_cookie: u64,
 }
 
-/// Memory for one [`Incoming`], allocated where allocating is allowed (a transport fills its
-/// receive ring with them in process context), so that receiving never allocates.
-pub(crate) struct RxSlot(UniqueArc<MaybeUninit<Incoming>>);
+/// Memory for one message that arrives from a network, allocated where allocating is allowed
+/// (a transport fills its receive ring with them in process context), so that receiving never
+/// allocates.
+pub(crate) struct RxSlot(UniqueArc<MaybeUninit<Message>>);
 
 impl RxSlot {
     /// Allocates a slot.
@@ -748,30 +930,132 @@ impl RxSlot {
         Ok(Self(UniqueArc::new_uninit(flags)?))
     }
 
-    /// Builds the incoming message in the slot.
-    pub(crate) fn fill(self, hdr: IncomingHeader, data: InData) -> ListArc<Incoming> {
+    /// Builds the incoming message in the slot, ready for a receive queue.
+    pub(crate) fn fill(self, hdr: IncomingHeader, data: Payload) -> ListArc<Message, 1> {
         let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-        let charge = msg_charge(len);
-        let init = pin_init!(Incoming {
-            links <- ListLinks::new(),
-            saddr: hdr.saddr,
-            daddr: hdr.daddr,
+        // INVARIANT: `len` is the payload's length (within the 1 MiB the transports accept),
+        // and `charge` its charge.
+        let body = MsgBody {
             sport: hdr.sport,
             dport: hdr.dport,
-            seq: hdr.seq,
             len,
-            charge,
-            tos: hdr.tos,
+            charge: msg_charge(len),
             data,
+            owner_id: 0,
+            saddr: hdr.saddr,
+            daddr: hdr.daddr,
+            tos: hdr.tos,
+            op: None,
+            rdma_cookie: hdr.rdma_cookie,
+            seq: AtomicU64::new(hdr.seq),
+            flags: AtomicU8::new(0),
             rx_tstamp: AtomicI64::new(0),
             rx_end: AtomicU64::new(0),
-            rdma_cookie: hdr.rdma_cookie,
+            pool: None,
+            spare: KVec::new(),
+        };
+        let init = pin_init!(Message {
+            links <- ListLinks::new(),
+            rx_links <- ListLinks::new(),
+            rx_tracker <- AtomicTracker::new(),
+            owner <- new_spinlock_bh!(Owner::none(), "Message::owner"),
+            body,
         });
         match self.0.pin_init_with(init) {
-            Ok(inc) => ListArc::from(inc),
+            Ok(m) => ListArc::from(m),
             // The initialiser cannot fail.
             Err(e) => match e {},
         }
+    }
+}
+
+/// How many spare messages a socket's pool keeps.
+pub(crate) const POOL_MSGS: usize = 8;
+/// The largest payload buffer a spare keeps (a larger one is freed with its message); with
+/// [`POOL_MSGS`], what a socket's pool may hold at most besides the messages themselves.
+pub(crate) const POOL_BUF_MAX: usize = SMALL_MAX;
+
+/// The spares of a [`MsgPool`].
+///
+/// # Invariants
+///
+/// `slots[..n]` are `Some`, the rest `None`.
+struct PoolSpares {
+    n: usize,
+    /// The socket is gone: nothing is kept any more.
+    closed: bool,
+    slots: [Option<Pin<UniqueArc<Message>>>; POOL_MSGS],
+}
+
+/// A socket's spare messages (C has none: it allocates and frees every message): a message
+/// the socket sent comes back here when its receiver is done with it, with its payload buffer,
+/// and the socket's next `sendmsg` takes it instead of allocating. At most [`POOL_MSGS`] are
+/// kept, each with a buffer of at most [`POOL_BUF_MAX`] bytes, all allocated by (and charged
+/// to the memory cgroup of) the socket's senders; the socket empties and closes its pool when
+/// it is released, and a message that comes back after that is freed. Process context only.
+#[pin_data]
+pub(crate) struct MsgPool {
+    #[pin]
+    spares: SpinLockPc<PoolSpares>,
+}
+
+impl MsgPool {
+    /// An empty pool.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                // INVARIANT: none.
+                spares <- new_spinlock_pc!(
+                    PoolSpares {
+                        n: 0,
+                        closed: false,
+                        slots: [const { None }; POOL_MSGS],
+                    },
+                    "MsgPool::spares"
+                ),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )
+    }
+
+    /// A spare, if there is one.
+    fn take(&self) -> Option<Pin<UniqueArc<Message>>> {
+        let mut sp = self.spares.lock();
+        let last = sp.n.checked_sub(1)?;
+        // INVARIANT: the last `Some` becomes `None`.
+        sp.n = last;
+        sp.slots.get_mut(last).and_then(Option::take)
+    }
+
+    /// Keeps `m` (on no list, its contents dropped, its pool taken) as a spare if there is
+    /// room; otherwise it is freed, outside the lock.
+    fn give_back(&self, m: Pin<UniqueArc<Message>>) {
+        let full = {
+            let mut sp = self.spares.lock();
+            let n = sp.n;
+            let closed = sp.closed;
+            match sp.slots.get_mut(n) {
+                Some(free) if !closed => {
+                    // INVARIANT: the first `None` becomes `Some`.
+                    *free = Some(m);
+                    sp.n = n + 1;
+                    None
+                }
+                _ => Some(m),
+            }
+        };
+        drop(full);
+    }
+
+    /// Frees the spares and keeps none from now on (the socket is released).
+    pub(crate) fn close(&self) {
+        let spares = {
+            let mut sp = self.spares.lock();
+            sp.closed = true;
+            sp.n = 0;
+            core::mem::replace(&mut sp.slots, [const { None }; POOL_MSGS])
+        };
+        drop(spares);
     }
 }
 
@@ -788,17 +1072,16 @@ struct Spares {
     slots: [Option<RxSlot>; SPARE_SLOTS],
 }
 
-/// Spare memory for incoming messages: the memory of a message `recvmsg` is done with goes to
-/// the next one that arrives (over loopback in the sender's call, over IB in the receive
-/// completion's work), instead of being freed
-/// and allocated again (C's loopback needs none: the receiver gets the sender's message
-/// itself). At most [`SPARE_SLOTS`] are kept; a spare stays charged to the memory cgroup of
-/// the sender it was first allocated for. Process context only (the `&ProcessCtx` arguments):
-/// its lock is never taken in softirq context.
+/// Spare memory for messages that arrive from a network: the memory of such a message
+/// `recvmsg` is done with goes to the next one that arrives (over IB in the receive
+/// completion's work, over loopback in its fault modes, which go the network's way), instead
+/// of being freed and allocated again. At most [`SPARE_SLOTS`] are kept; a spare stays
+/// charged to the memory cgroup of the sender it was first allocated for. Process context
+/// only (the `&ProcessCtx` arguments): its lock is never taken in softirq context.
 #[pin_data]
 pub(crate) struct SlotCache {
     #[pin]
-    spare: SpinLock<Spares>,
+    spare: SpinLockPc<Spares>,
 }
 
 impl SlotCache {
@@ -806,7 +1089,7 @@ impl SlotCache {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             // INVARIANT: none.
-            spare <- new_spinlock!(
+            spare <- new_spinlock_pc!(
                 Spares {
                     n: 0,
                     slots: [const { None }; SPARE_SLOTS],
@@ -841,11 +1124,11 @@ impl SlotCache {
         }
     }
 
-    /// Keeps the memory of `inc` for a later message if this was the last reference to it
-    /// and there is room; otherwise just drops the reference. `inc`'s contents (the payload,
-    /// or the sender's message) are dropped here, outside the lock.
-    pub(crate) fn give_back(&self, inc: Arc<Incoming>, _ctx: &ProcessCtx) {
-        let Some(slot) = inc.into_unique_or_drop().and_then(recycle_unique) else {
+    /// Keeps the memory of `m` (uniquely owned) for a later message if there is room;
+    /// otherwise just frees it. `m`'s contents (the payload, a transport's fragments) are
+    /// dropped here, outside the lock.
+    fn give_back(&self, m: Pin<UniqueArc<Message>>, _ctx: &ProcessCtx) {
+        let Some(slot) = recycle_unique(m) else {
             return;
         };
         let full = {

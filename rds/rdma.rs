@@ -38,7 +38,9 @@
 
 use crate::bindings::mm::{MemlockUser, PinCharge, PinnedPages, PAGE_SIZE};
 use crate::bindings::net::{eopnotsupp, errno, Sock};
-use crate::bindings::sync::{flush_deferred, new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
+use crate::bindings::sync::{
+    flush_deferred, new_spinlock_bh, DropInProcess, ProcessCtx, ProcessDrop, SpinLockBh,
+};
 use crate::proto::{
     check_atomic, check_rdma_bytes, check_registration_mlock, cmsgs, cookie_key, make_cookie,
     rdma_pages, Addr, AtomicArgs, AtomicOp, BarrierState, GetMrArgs, GuessLimit, MrError,
@@ -78,6 +80,8 @@ pub(crate) struct PinnedRegion {
     /// The charge, dropped after the pages are unpinned.
     _charge: PinCharge,
 }
+
+impl DropInProcess for PinnedRegion {}
 
 /// The pages of a registration, droppable in any context.
 pub(crate) type RegPages = ProcessDrop<PinnedRegion>;
@@ -230,6 +234,8 @@ pub(crate) struct LocalSeg {
     pub(crate) len: usize,
 }
 
+impl DropInProcess for KVec<LocalSeg> {}
+
 /// What an operation does.
 pub(crate) enum OpKind {
     /// An RDMA read (remote to local) or write (local to remote).
@@ -355,8 +361,8 @@ impl RdsSocket {
     ) -> Result<(u64, u32)> {
         let (laddr, transport) = {
             let inner = self.inner.lock();
-            match (inner.bound, inner.transport) {
-                (Some(b), Some(t)) => (b.addr.addr, t),
+            match (inner.bound, &inner.transport) {
+                (Some(b), Some(t)) => (b.addr.addr, t.clone()),
                 _ => return Err(crate::bindings::net::enotconn()),
             }
         };
@@ -374,6 +380,7 @@ impl RdsSocket {
                 _charge: charge,
             },
             GFP_KERNEL_ACCOUNT,
+            ctx,
         )?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let mr = KBox::new(
@@ -381,7 +388,6 @@ impl RdsSocket {
                 key: 0,
                 use_once: args.flags & RDS_RDMA_USE_ONCE != 0,
                 _handle: ops.register(
-                    &self.shared,
                     RegRequest {
                         net: sock.net(),
                         laddr,
@@ -427,7 +433,7 @@ impl RdsSocket {
 
     /// `RDS_FREE_MR` with cookie 0: flushes the transport's unused registrations.
     pub(crate) fn flush_mrs(&self, ctx: &ProcessCtx) -> Result {
-        let transport = self.inner.lock().transport.ok_or(EINVAL)?;
+        let transport = self.inner.lock().transport.clone().ok_or(EINVAL)?;
         let ops = transport.mr_ops().ok_or(EINVAL)?;
         ops.flush(ctx);
         Ok(())
@@ -498,7 +504,7 @@ impl RdsSocket {
                     }
                     let args = RdmaArgs::decode(c.data).ok_or(EINVAL)?;
                     let local = vecs.next().ok_or(EINVAL)?;
-                    out.op = Some(self.prepare_rdma_args(&args, &local)?);
+                    out.op = Some(self.prepare_rdma_args(&args, &local, ctx)?);
                 }
                 RDS_CMSG_ATOMIC_FADD
                 | RDS_CMSG_ATOMIC_CSWP
@@ -508,7 +514,7 @@ impl RdsSocket {
                         return Err(EINVAL);
                     }
                     let args = AtomicArgs::decode(c.kind, c.data).ok_or(EINVAL)?;
-                    out.op = Some(self.prepare_atomic(&args)?);
+                    out.op = Some(self.prepare_atomic(&args, ctx)?);
                 }
                 RDS_CMSG_RDMA_DEST => {
                     let cookie = c
@@ -566,7 +572,12 @@ impl RdsSocket {
     ///
     /// When the byte counts are wrong the result is an error either way, so nothing is kept:
     /// each iovec is pinned alone and released, only to tell `EFAULT` from `EINVAL` as C does.
-    fn prepare_rdma_args(&self, args: &RdmaArgs, local: &[RdsIovec]) -> Result<KBox<RdmaOp>> {
+    fn prepare_rdma_args(
+        &self,
+        args: &RdmaArgs,
+        local: &[RdsIovec],
+        ctx: &ProcessCtx,
+    ) -> Result<KBox<RdmaOp>> {
         if local.len() as u64 != args.nr_local {
             return Err(EINVAL);
         }
@@ -594,7 +605,7 @@ impl RdsSocket {
                 GFP_KERNEL_ACCOUNT,
             )?;
         }
-        let local = ProcessDrop::new(segs, GFP_KERNEL_ACCOUNT)?;
+        let local = ProcessDrop::new(segs, GFP_KERNEL_ACCOUNT, ctx)?;
         crate::stats::inc(crate::proto::Stat::SendRdma);
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(
@@ -618,10 +629,14 @@ impl RdsSocket {
     }
 
     /// The atomic control messages (C: `rds_cmsg_atomic`).
-    fn prepare_atomic(&self, args: &AtomicArgs) -> Result<KBox<RdmaOp>> {
+    fn prepare_atomic(&self, args: &AtomicArgs, ctx: &ProcessCtx) -> Result<KBox<RdmaOp>> {
         check_atomic(args).map_err(mr_error)?;
         let start = args.local_addr & !(PAGE_SIZE as u64 - 1);
-        let local = ProcessDrop::new(PinnedPages::pin(start, 1, true, false)?, GFP_KERNEL_ACCOUNT)?;
+        let local = ProcessDrop::new(
+            PinnedPages::pin(start, 1, true, false)?,
+            GFP_KERNEL_ACCOUNT,
+            ctx,
+        )?;
         let recverr = self.data.lock().recverr;
         Ok(KBox::new(
             RdmaOp {

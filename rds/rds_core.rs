@@ -12,8 +12,10 @@
 //! - [`socket`]: the `AF_RDS` socket family and the state shared by all sockets.
 //! - [`bind`]: the table of bound sockets.
 //! - [`send`], [`recv`]: the data path; [`message`]: messages in both directions.
-//! - [`conn`]: connections and their send queues; [`transport`]: the transport interface;
-//!   `rds_loop` (from `rds_loop/`): the loopback transport.
+//! - [`conn`]: connections and their send queues; [`transport`]: the transport interface and
+//!   the registry the transports join at load; `rds_loop` (from `rds_loop/`): the loopback
+//!   transport; `rds_ib` (from `rds_ib/`): the IB/iWARP transport. Only this file names them,
+//!   to set them up and tear them down.
 //! - [`rdma`]: memory registrations, RDMA and atomic operations, notifications, the barrier.
 //! - [`cong`]: congestion maps; [`info`]: the `RDS_INFO_*` getsockopts; [`stats`]: counters.
 //! - `kunit` (test build only): the Rust side of the module's KUnit suite (`rds/kunit.c`).
@@ -61,8 +63,12 @@ module! {
 /// drained and the deferred drops are flushed, so that the last reference to the shared state
 /// is the module's own.
 struct RdsModule {
+    /// The module, whose init and exit run in process context.
+    module: &'static ThisModule,
     family: Option<bindings::net::Registration<socket::Rds>>,
     pernet: Option<bindings::sys::PernetRegistration<socket::Shared>>,
+    /// The loopback transport's place in the registry.
+    lo: Option<transport::Membership>,
     ib: Option<rds_ib::IbModule>,
     sysctl: Option<bindings::sys::SysctlRegistration>,
     #[cfg(rds_test)]
@@ -80,13 +86,21 @@ impl kernel::Module for RdsModule {
             .inspect_err(|_| pr_warn!("cannot register /proc/sys/net/rds\n"))
             .ok();
         let shared = socket::Shared::new()?;
+        // Loopback first: it serves the loopback addresses, which no other transport does.
+        let loopback = rds_loop::Loopback::new()?;
+        let lo = transport::join(&shared, loopback.clone())?;
         #[cfg(rds_test)]
         let hooks = Some(bindings::testhooks::TestHooks::new(Arc::new(
-            socket::Hooks(shared.clone()),
+            Hooks {
+                shared: shared.clone(),
+                lo: loopback,
+            },
             GFP_KERNEL,
         )?)?);
+        #[cfg(not(rds_test))]
+        drop(loopback);
         let pernet = bindings::sys::PernetRegistration::new(shared.clone())?;
-        let ctx = bindings::sync::ProcessCtx::enter();
+        let ctx = bindings::sync::ProcessCtx::for_module(module);
         // The IB transport: RDMA devices present are added now; on a machine without one,
         // only loopback serves.
         let ib = rds_ib::IbModule::new(&shared, &ctx)
@@ -101,8 +115,10 @@ impl kernel::Module for RdsModule {
             })?;
         shared.start_reaper();
         Ok(Self {
+            module,
             family: Some(family),
             pernet: Some(pernet),
+            lo: Some(lo),
             ib,
             sysctl,
             #[cfg(rds_test)]
@@ -114,11 +130,13 @@ impl kernel::Module for RdsModule {
 
 impl Drop for RdsModule {
     fn drop(&mut self) {
-        let ctx = bindings::sync::ProcessCtx::enter();
+        let ctx = bindings::sync::ProcessCtx::for_module(self.module);
         let Some(shared) = self.shared.take() else {
             return;
         };
         drop(self.family.take());
+        // The bind table's deferred frees are the module's code: they finish first.
+        bindings::rcu::barrier(&ctx);
         if let Some(ib) = self.ib.as_mut() {
             ib.stop_listening();
         }
@@ -129,6 +147,7 @@ impl Drop for RdsModule {
         drop(self.ib.take());
         #[cfg(rds_test)]
         drop(self.hooks.take());
+        drop(self.lo.take());
         shared.wq.drain();
         bindings::sync::flush_deferred(&ctx);
         drop(self.sysctl.take());
@@ -141,5 +160,33 @@ impl Drop for RdsModule {
                 conn::live()
             );
         }
+    }
+}
+
+/// The test build's hooks act on the shared state and on the loopback transport.
+#[cfg(rds_test)]
+struct Hooks {
+    shared: Arc<socket::Shared>,
+    lo: Arc<rds_loop::Loopback>,
+}
+
+#[cfg(rds_test)]
+impl bindings::testhooks::TestTarget for Hooks {
+    fn softirq_run(&self) {
+        self.lo.softirq_run();
+    }
+
+    fn reset_all(&self, _ctx: &bindings::sync::ProcessCtx) -> Result {
+        self.shared.conns.reset_all();
+        Ok(())
+    }
+
+    fn inject(&self, frame: &[u8], ctx: &bindings::sync::ProcessCtx) -> Result {
+        self.lo
+            .inject(&self.shared, bindings::net::NetId::init(), frame, ctx)
+    }
+
+    fn kunit(&self, case: u32, ctx: &bindings::sync::ProcessCtx) -> i32 {
+        kunit::run_on_shared(&self.shared, case, ctx)
     }
 }

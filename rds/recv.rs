@@ -17,11 +17,12 @@ use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys::{self, poll};
 use crate::cong::CongMap;
 use crate::conn::{Conn, RxVerdict};
-use crate::message::{InData, Incoming, IncomingHeader, RxSlot};
+use crate::message::{IncomingHeader, Message, Payload, RxSlot};
 use crate::proto::{
     cmsg_space, encode_sockaddr, monitor_mask, parse_frame, CongChange, FrameError, FrameKind,
     RdmaNotify, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE,
-    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS, SOL_SOCKET,
+    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS, SOL_SOCKET,
+    SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
 };
 use crate::send;
 use crate::socket::{Rds, RdsSocket, SockData};
@@ -37,13 +38,6 @@ const MSG_TRUNC: i32 = raw::MSG_TRUNC as i32;
 const MSG_OOB: i32 = raw::MSG_OOB as i32;
 const MSG_ERRQUEUE: i32 = raw::MSG_ERRQUEUE as i32;
 const MSG_DONTWAIT: i32 = raw::MSG_DONTWAIT as i32;
-
-/// `SO_TIMESTAMP_OLD` (cmsg type of the 16-byte `struct __kernel_old_timeval`).
-const SO_TIMESTAMP_OLD: i32 = 29;
-/// `SO_TIMESTAMP_NEW` (cmsg type of the 16-byte `struct __kernel_sock_timeval`).
-const SO_TIMESTAMP_NEW: i32 = 63;
-/// `RDS_CMSG_RDMA_DEST`.
-const RDS_CMSG_RDMA_DEST: i32 = 2;
 
 /// The context a frame is received in: process context (a transport that receives in a
 /// system call or a work item, such as loopback delivering inside the sender's `sendmsg`) or
@@ -75,7 +69,7 @@ pub(crate) enum RxCtx<'a> {
 pub(crate) fn incoming(
     conn: &Arc<Conn>,
     hdr: &[u8; HEADER_LEN],
-    payload: InData,
+    payload: Payload,
     slot: RxSlot,
     rx: RxCtx<'_>,
 ) -> core::result::Result<(), FrameError> {
@@ -111,43 +105,10 @@ pub(crate) fn incoming(
         stats::inc(Stat::RecvDropOldSeq);
         return Ok(());
     }
-    if h.dport == 0 && sys::ping_enabled() {
-        if h.sport == 0 {
-            // A ping from port 0 is not answered.
-            return Ok(());
-        }
-        stats::inc(Stat::RecvPing);
-        match rx {
-            RxCtx::Process(ctx) => answer_ping(conn, h.sport, ctx),
-            RxCtx::Atomic => conn.defer_pong(h.sport),
-        }
+    if ping_or_probe(conn, h.sport, h.dport, rx) {
         return Ok(());
     }
-    if h.dport == PROBE_PORT && h.sport == 0 {
-        // A multipath handshake pong: rds-rs has one path only.
-        return Ok(());
-    }
-    let Some(sock) = conn.shared.binds.find(
-        conn.key.net,
-        SockAddr {
-            addr: daddr,
-            port: h.dport,
-            scope_id: 0,
-        },
-    ) else {
-        stats::inc(Stat::RecvDropNoSock);
-        return Ok(());
-    };
-    // The RDMA operation this message completes used one of the receiver's registrations:
-    // a use-once registration is done with (C: `rds_recv_incoming_exthdrs`).
-    if let Some(rkey) = frame.rdma_rkey {
-        sock.state().unuse_mr(rkey);
-        if let RxCtx::Process(ctx) = rx {
-            // Unpinned before the sender's call returns.
-            crate::bindings::sync::flush_deferred(ctx);
-        }
-    }
-    let inc = slot.fill(
+    let m = slot.fill(
         IncomingHeader {
             saddr,
             daddr,
@@ -161,14 +122,72 @@ pub(crate) fn incoming(
         },
         payload,
     );
-    if sock.flag(SockFlag::RcvTstamp) {
-        inc.rx_tstamp
-            .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
-    }
-    inc.rx_end
-        .store(sys::local_clock_ns(), core::sync::atomic::Ordering::Relaxed);
-    sock.state().queue_incoming(&sock, inc, rx);
+    queue_for(conn, m, frame.rdma_rkey, rx);
     Ok(())
+}
+
+/// A message of a lossless transport arrived (loopback outside its fault modes,
+/// [`crate::transport::ConnTransport::lossless`]): the sender's message itself, with no
+/// header written or parsed, as nothing can be lost, reordered or corrupted on the way, and
+/// no acknowledgement (the core settled it with its sender). Pings are answered; anything
+/// else is queued on the socket bound to its destination (or dropped when there is none).
+pub(crate) fn deliver(conn: &Arc<Conn>, m: ListArc<Message, 1>, rx: RxCtx<'_>) {
+    if ping_or_probe(conn, m.sport, m.dport, rx) {
+        return;
+    }
+    queue_for(conn, m, None, rx);
+}
+
+/// Answers a ping (`dport` 0, when pings are answered) or takes a multipath probe's pong;
+/// returns whether the message was one of those.
+fn ping_or_probe(conn: &Arc<Conn>, sport: u16, dport: u16, rx: RxCtx<'_>) -> bool {
+    if dport == 0 && sys::ping_enabled() {
+        if sport == 0 {
+            // A ping from port 0 is not answered.
+            return true;
+        }
+        stats::inc(Stat::RecvPing);
+        match rx {
+            RxCtx::Process(ctx) => answer_ping(conn, sport, ctx),
+            RxCtx::Atomic => conn.defer_pong(sport),
+        }
+        return true;
+    }
+    // A multipath handshake pong: rds-rs has one path only.
+    dport == PROBE_PORT && sport == 0
+}
+
+/// Queues `m` on the socket bound to its destination, if there is one (C: the second half of
+/// `rds_recv_incoming`); `rdma_rkey` is the registration of the receiver's that the message's
+/// RDMA operation used.
+fn queue_for(conn: &Arc<Conn>, m: ListArc<Message, 1>, rdma_rkey: Option<u32>, rx: RxCtx<'_>) {
+    let to = SockAddr {
+        addr: m.daddr,
+        port: m.dport,
+        scope_id: 0,
+    };
+    // Under RCU: the socket stays alive until the section ends, and nothing here sleeps.
+    let found = conn.shared.binds.with(conn.key.net, to, |sock| {
+        // The RDMA operation this message completes used one of the receiver's registrations:
+        // a use-once registration is done with (C: `rds_recv_incoming_exthdrs`).
+        if let Some(rkey) = rdma_rkey {
+            sock.state().unuse_mr(rkey);
+        }
+        sock.state().queue_incoming(sock, m)
+    });
+    let Some(news) = found else {
+        stats::inc(Stat::RecvDropNoSock);
+        return;
+    };
+    if let (Some(_), RxCtx::Process(ctx)) = (rdma_rkey, rx) {
+        // The registration's pages are unpinned before the sender's call returns.
+        crate::bindings::sync::flush_deferred(ctx);
+    }
+    if let Some(n) = news {
+        conn.shared
+            .cong
+            .updated(&conn.shared, &conn.netcong, n.mask, Some(&n.map), rx);
+    }
 }
 
 /// Answers a ping that arrived on `conn` from port `port` (C: `rds_send_pong`): the pong goes
@@ -188,7 +207,7 @@ pub(crate) fn answer_ping(conn: &Arc<Conn>, port: u16, ctx: &ProcessCtx) {
             faddr: conn.key.laddr,
             tos: conn.key.tos,
         },
-        conn.transport,
+        &conn.transport,
         ctx,
     );
     if let Ok(back) = back {
@@ -232,27 +251,37 @@ fn apply_cong(d: &SockData, change: CongChange) -> Option<CongNews> {
 
 impl RdsSocket {
     /// Queues a message on the receive queue, unless the socket is closing (C: the locked part
-    /// of `rds_recv_incoming`).
-    fn queue_incoming(&self, sock: &Sock<Rds>, inc: ListArc<Incoming>, rx: RxCtx<'_>) {
-        let len = inc.len;
-        let charge = inc.charge;
+    /// of `rds_recv_incoming`), and wakes the socket's readers. Does not sleep (the caller
+    /// found the socket under RCU); returns the change of the socket's congestion bit, for
+    /// the caller to announce ([`crate::cong::CongTable::updated`]).
+    fn queue_incoming(&self, sock: &Sock<Rds>, m: ListArc<Message, 1>) -> Option<CongNews> {
+        let len = m.len;
+        let charge = m.charge;
         let rcvbuf = sock.rcvbuf() / 2;
+        if sock.flag(SockFlag::RcvTstamp) {
+            m.rx_tstamp
+                .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
+        }
         let change = {
             let mut d = self.data.lock();
             if d.dead {
                 drop(d);
-                drop(inc);
+                drop(m);
                 stats::inc(Stat::RecvDropDeadSock);
-                return;
+                return None;
+            }
+            if d.rx_traces != 0 {
+                m.rx_end
+                    .store(sys::local_clock_ns(), core::sync::atomic::Ordering::Relaxed);
             }
             stats::inc(Stat::RecvQueued);
             stats::add(Stat::RecvBytesAddedToSock, u64::from(len));
             let change = d.account.add(charge, rcvbuf);
-            d.recv_queue.push_back(inc);
+            d.recv_queue.push_back(m);
             apply_cong(&d, change)
         };
-        self.cong_updated(change, rx);
         sock.wake();
+        change
     }
 
     /// Tells the world that a port's congestion bit changed ([`apply_cong`]'s result): wakes
@@ -294,8 +323,9 @@ impl RdsSocket {
     }
 
     /// What `recvmsg` finds first, with what it needs from the socket to return a message,
-    /// under one lock.
-    fn head(&self) -> Head {
+    /// under one lock: the message at the head of the queue is taken off it (and off the
+    /// receive buffer's account), unless `peek`; `rcvbuf` is the socket's limit.
+    fn head(&self, peek: bool, rcvbuf: u32) -> Head {
         let mut d = self.data.lock();
         if !d.notify_queue.is_empty() {
             return Head::Notes;
@@ -304,15 +334,42 @@ impl RdsSocket {
             return Head::Cong(d.cong_notify);
         }
         let (rx_traces, rx_trace_pos, scope_id) = (d.rx_traces, d.rx_trace_pos, d.scope_id);
-        match d.recv_queue.cursor_front() {
-            Some(c) => Head::Msg {
-                inc: c.current().into(),
-                rx_traces,
-                rx_trace_pos,
-                scope_id,
-            },
-            None => Head::Empty,
+        let (m, news) = if peek {
+            match d.recv_queue.cursor_front() {
+                Some(c) => (c.current().into(), None),
+                None => return Head::Empty,
+            }
+        } else {
+            let Some(m) = d.recv_queue.pop_front() else {
+                return Head::Empty;
+            };
+            let change = d.account.remove(m.charge, rcvbuf);
+            let news = apply_cong(&d, change);
+            (m.into_arc(), news)
+        };
+        Head::Msg {
+            m,
+            taken: !peek,
+            news,
+            rx_traces,
+            rx_trace_pos,
+            scope_id,
         }
+    }
+
+    /// Puts back at the head of the queue a message [`RdsSocket::head`] took (the copy to
+    /// user space faulted: the message stays for the next `recvmsg`, as in C).
+    fn put_back(&self, m: Arc<Message>, rcvbuf: u32, ctx: &ProcessCtx) {
+        let Ok(m) = ListArc::<Message, 1>::try_from_arc(m) else {
+            return;
+        };
+        let news = {
+            let mut d = self.data.lock();
+            let change = d.account.add(m.charge, rcvbuf);
+            d.recv_queue.push_front(m);
+            apply_cong(&d, change)
+        };
+        self.cong_updated(news, RxCtx::Process(ctx));
     }
 
     /// Whether `recvmsg` has something to return (C: the wait condition of `rds_recvmsg`).
@@ -357,38 +414,6 @@ impl RdsSocket {
         }
         Some(Ok(()))
     }
-
-    /// Removes `inc` if it is still at the head of the queue (C: `rds_still_queued`); with
-    /// `keep`, only checks. Returns whether it was there.
-    fn still_queued(
-        &self,
-        sock: &Sock<Rds>,
-        inc: &Arc<Incoming>,
-        keep: bool,
-        ctx: &ProcessCtx,
-    ) -> bool {
-        let rcvbuf = sock.rcvbuf() / 2;
-        let (taken, change) = {
-            let mut d = self.data.lock();
-            let at_head = d
-                .recv_queue
-                .cursor_front()
-                .is_some_and(|c| core::ptr::eq(&*c.current(), &**inc));
-            if !at_head {
-                return false;
-            }
-            if keep {
-                return true;
-            }
-            let taken = d.recv_queue.pop_front();
-            stats::add(Stat::RecvBytesFreedFromSock, u64::from(inc.len));
-            let change = d.account.remove(inc.charge, rcvbuf);
-            (taken, apply_cong(&d, change))
-        };
-        drop(taken);
-        self.cong_updated(change, RxCtx::Process(ctx));
-        true
-    }
 }
 
 /// What is at the head of a socket's receive side ([`RdsSocket::head`]).
@@ -397,9 +422,12 @@ enum Head {
     Notes,
     /// Congestion notifications (the port bits) are pending.
     Cong(u64),
-    /// A message, and the socket's receive-trace settings and scope id.
+    /// A message (taken off the queue unless peeking, with the congestion change that made),
+    /// and the socket's receive-trace settings and scope id.
     Msg {
-        inc: Arc<Incoming>,
+        m: Arc<Message>,
+        taken: bool,
+        news: Option<CongNews>,
         rx_traces: u8,
         rx_trace_pos: [u8; 3],
         scope_id: u32,
@@ -425,8 +453,10 @@ pub(crate) fn recvmsg(
     if flags & MSG_ERRQUEUE != 0 {
         return sock.recv_errqueue(msg, len);
     }
+    let peek = flags & MSG_PEEK != 0;
+    let rcvbuf = sock.rcvbuf() / 2;
     loop {
-        let (inc, rx_traces, rx_trace_pos, scope_id) = match s.head() {
+        let (m, taken, news, rx_traces, rx_trace_pos, scope_id) = match s.head(peek, rcvbuf) {
             // Pending notifications first, and nothing else.
             Head::Notes => match s.take_notifications(msg) {
                 Some(r) => return r.map(|()| 0),
@@ -438,53 +468,55 @@ pub(crate) fn recvmsg(
                 return Ok(0);
             }
             Head::Msg {
-                inc,
+                m,
+                taken,
+                news,
                 rx_traces,
                 rx_trace_pos,
                 scope_id,
-            } => (Some(inc), rx_traces, rx_trace_pos, scope_id),
-            Head::Empty => (None, 0, [0; 3], 0),
-        };
-        let Some(inc) = inc else {
-            if timeo.is_zero() {
-                return Err(EAGAIN);
-            }
-            match sock.wait(timeo, || s.readable()) {
-                WaitOutcome::Ready(left) => {
-                    timeo = left;
-                    continue;
+            } => (m, taken, news, rx_traces, rx_trace_pos, scope_id),
+            Head::Empty => {
+                if timeo.is_zero() {
+                    return Err(EAGAIN);
                 }
-                WaitOutcome::TimedOut => return Err(etimedout()),
-                WaitOutcome::Interrupted => return Err(erestartsys()),
+                match sock.wait(timeo, || s.readable(), ctx) {
+                    WaitOutcome::Ready(left) => {
+                        timeo = left;
+                        continue;
+                    }
+                    WaitOutcome::TimedOut => return Err(etimedout()),
+                    WaitOutcome::Interrupted => return Err(erestartsys()),
+                }
             }
         };
-        let want = inc.data.len().min(msg.data_left());
-        let copied = inc.data.copy_to_user(msg, want);
+        s.cong_updated(news, RxCtx::Process(ctx));
+        let want = m.data.len().min(msg.data_left());
+        let copied = m.data.copy_to_user(msg, want);
         stats::add(Stat::CopyToUser, copied as u64);
         if copied != want {
+            if taken {
+                s.put_back(m, rcvbuf, ctx);
+            }
             return Err(EFAULT);
         }
-        if !s.still_queued(sock, &inc, flags & MSG_PEEK != 0, ctx) {
-            // Someone else took it first: try the next one.
-            stats::inc(Stat::RecvDeliverRaced);
-            msg.revert(copied);
-            continue;
+        if taken {
+            stats::add(Stat::RecvBytesFreedFromSock, u64::from(m.len));
         }
         let mut ret = copied;
-        if copied < inc.len as usize {
+        if copied < m.len as usize {
             if flags & MSG_TRUNC != 0 {
-                ret = inc.len as usize;
+                ret = m.len as usize;
             }
             msg.add_flags(MSG_TRUNC);
         }
-        put_recv_cmsgs(sock, msg, &inc, rx_traces, rx_trace_pos).map_err(|_| EFAULT)?;
+        put_recv_cmsgs(sock, msg, &m, rx_traces, rx_trace_pos).map_err(|_| EFAULT)?;
         stats::inc(Stat::RecvDelivered);
         if msg.wants_name() {
             let mut name = [0u8; crate::bindings::net::GETNAME_LEN];
             if let Some(n) = encode_sockaddr(
                 &SockAddr {
-                    addr: inc.saddr,
-                    port: inc.sport,
+                    addr: m.saddr,
+                    port: m.sport,
                     scope_id,
                 },
                 &mut name,
@@ -492,8 +524,8 @@ pub(crate) fn recvmsg(
                 msg.set_name(name.get(..n).unwrap_or(&[]));
             }
         }
-        // Its memory serves the next message to arrive.
-        s.shared.rx_slots.give_back(inc, ctx);
+        // Its memory serves the next message its sender sends (or the next to arrive).
+        Message::recycle(m, &s.shared.rx_slots, ctx);
         return Ok(ret);
     }
 }
@@ -502,7 +534,7 @@ pub(crate) fn recvmsg(
 fn put_recv_cmsgs(
     sock: &Sock<Rds>,
     msg: &mut MsgHdr<'_>,
-    inc: &Incoming,
+    inc: &Message,
     n: u8,
     pos: [u8; 3],
 ) -> Result {
@@ -570,7 +602,7 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     if !d.recv_queue.is_empty() || !d.notify_queue.is_empty() {
         mask |= poll::IN | poll::RDNORM;
     }
-    if d.snd_bytes < sndbuf {
+    if s.snd_bytes.load(core::sync::atomic::Ordering::Relaxed) < sndbuf {
         mask |= poll::OUT | poll::WRNORM;
     }
     if mask != 0 {

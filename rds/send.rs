@@ -22,21 +22,21 @@ use crate::bindings::net::{
 use crate::bindings::raw;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, MessageParts, Owner, Payload};
+use crate::message::{Message, MessageParts, MsgHead, Owner, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_sg_too_big,
     scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, RdmaOp, SendRdma, Tracker};
-use crate::socket::{addr_error, Rds, RdsSocket, RDS_TRANS_TCP};
+use crate::socket::{addr_error, Rds, RdsSocket};
 use crate::stats;
-use crate::transport::Transport;
+use core::sync::atomic::Ordering;
 use kernel::{
     list::{List, ListArc},
     prelude::*,
     rbtree::RBTreeNodeReservation,
-    sync::Arc,
+    sync::{Arc, UniqueArc},
     uaccess::UserSlice,
 };
 
@@ -64,7 +64,8 @@ pub(crate) fn sendmsg(
         Some(name) => Some(parse_send_dest(name).map_err(addr_error)?),
         None => None,
     };
-    let route = s.route(named)?;
+    let zcopy = flags & MSG_ZEROCOPY != 0 && sock.flag(SockFlag::ZeroCopy);
+    let route = s.route(named, zcopy)?;
 
     let control = msg.control();
     let rdma = rdma_bytes(control).map_err(|e| errno(e.errno()))?;
@@ -76,8 +77,7 @@ pub(crate) fn sendmsg(
     if len > sndbuf as usize {
         return Err(emsgsize());
     }
-    let zcopy = flags & MSG_ZEROCOPY != 0 && sock.flag(SockFlag::ZeroCopy);
-    if zcopy && route.transport.kind() != RDS_TRANS_TCP {
+    if zcopy && !route.zerocopy {
         return Err(eopnotsupp());
     }
     // C's `rds_rm_size`: the walk that also reads and checks each RDMA_ARGS's local iovecs.
@@ -95,30 +95,48 @@ pub(crate) fn sendmsg(
         return Err(ENOMEM);
     }
 
-    let payload = Payload::from_user(msg, len)?;
+    let head = MsgHead {
+        sport: route.bound.port,
+        dport: route.dest.port,
+        saddr: route.bound.addr,
+        daddr: route.dest.addr,
+        tos: route.tos,
+        owner_id: sock.id(),
+    };
+    let mut m = Message::from_user(&s.pool, head, msg, len)?;
     stats::add(Stat::CopyFromUser, len as u64);
     let mut conn = s.conn_for(sock, &route, ctx)?;
     // Congestion first: nothing is pinned or registered while a sender waits (bounded by
     // the send timeout).
-    wait_uncongested(sock, &conn, route.dest.port, nonblock)?;
+    wait_uncongested(sock, &conn, route.dest.port, nonblock, ctx)?;
 
     // The RDMA control messages: pinning, registrations (C: `rds_cmsg_send`).
     let has_rdma = cmsgs.rdma_args + cmsgs.atomics + cmsgs.rdma_dest + cmsgs.rdma_map > 0
         || cmsgs.zcopy_cookie
         || cmsgs.rdma_id > 0;
+    if !has_rdma && sndbuf_admits(s.snd_bytes.load(Ordering::Relaxed), sndbuf) {
+        // A plain message, room in the send buffer: a lossless connection with nothing ahead
+        // of it takes it now, delivered before this returns, so it is never charged.
+        match conn.send_now(m, ctx) {
+            Ok(()) => {
+                stats::inc(Stat::SendQueued);
+                stats::inc(Stat::SendDropAcked);
+                return Ok(len);
+            }
+            Err(back) => m = back,
+        }
+    }
     let mut rdma = if has_rdma {
         s.prepare_rdma(sock, control, vecs, ctx)?
     } else {
         SendRdma::default()
     };
-    let mut m = match make_message(sock, &conn, &route, payload, &mut rdma, ctx) {
-        Ok(m) => m,
-        Err(e) => {
-            s.undo_rdma(&mut rdma, ctx);
-            return Err(e);
-        }
-    };
-    if let Err(e) = admit_message(sock, &route, &m, &rdma, nonblock, sndbuf) {
+    if let Err(e) = make_message(sock, &conn, &mut m, &mut rdma, ctx) {
+        s.undo_rdma(&mut rdma, ctx);
+        return Err(e);
+    }
+    let mut m: ListArc<Message> = ListArc::from(m);
+    if let Err(e) = admit_message(sock, &route, &m, &rdma, nonblock, sndbuf, ctx) {
         // Nothing was charged; the registration of an RDMA_MAP is undone.
         s.undo_rdma(&mut rdma, ctx);
         return Err(e);
@@ -147,15 +165,15 @@ pub(crate) fn sendmsg(
     Ok(len)
 }
 
-/// Builds the message of a `sendmsg`.
+/// Completes the message of a `sendmsg` that goes through its connection's queue: its
+/// operation and cookie, and its sender, against whose send buffer it will count.
 fn make_message(
     sock: &Sock<Rds>,
     conn: &Arc<Conn>,
-    route: &Route,
-    payload: Payload,
+    m: &mut Pin<UniqueArc<Message>>,
     rdma: &mut SendRdma,
     ctx: &ProcessCtx,
-) -> Result<ListArc<Message>> {
+) -> Result {
     if rdma
         .op
         .as_deref()
@@ -168,20 +186,9 @@ fn make_message(
     if rdma.op.is_some() && rdma.id_addr != 0 && !user_writable(rdma.id_addr, 8) {
         return Err(EFAULT);
     }
-    Message::new(
-        MessageParts {
-            sport: route.bound.port,
-            dport: route.dest.port,
-            daddr: route.dest.addr,
-            data: payload,
-            owner: Some(sock.to_ref()),
-            op: rdma.op.take(),
-            notifier: rdma.notifier.take(),
-            rdma_cookie: rdma.cookie,
-            flags: 0,
-        },
-        GFP_KERNEL_ACCOUNT,
-    )
+    m.as_mut().set_rdma(rdma.op.take(), rdma.cookie);
+    m.set_owner(sock.to_ref(), rdma.notifier.take());
+    Ok(())
 }
 
 /// Charges the message to the send buffer (waiting for room on a blocking socket) and gives
@@ -193,6 +200,7 @@ fn admit_message(
     rdma: &SendRdma,
     nonblock: bool,
     sndbuf: u32,
+    ctx: &ProcessCtx,
 ) -> Result {
     let s = sock.state();
     let dest = (route.dest.addr, route.dest.port);
@@ -212,7 +220,7 @@ fn admit_message(
             if nonblock {
                 return Err(EAGAIN);
             }
-            match sock.wait(sock.sndtimeo(false), &mut admit) {
+            match sock.wait(sock.sndtimeo(false), &mut admit, ctx) {
                 WaitOutcome::Ready(_) => {}
                 WaitOutcome::TimedOut => return Err(etimedout()),
                 WaitOutcome::Interrupted => return Err(erestartsys()),
@@ -264,16 +272,16 @@ pub(crate) struct Route {
     pub(crate) dest: SockAddr,
     /// The type of service.
     pub(crate) tos: u8,
-    /// The socket's transport.
-    pub(crate) transport: &'static dyn Transport,
+    /// The socket's transport sends `MSG_ZEROCOPY` messages (asked only for those).
+    zerocopy: bool,
     /// The socket's cached connection (of its last send).
     cached: Option<Arc<Conn>>,
 }
 
 impl RdsSocket {
     /// Works out where a send goes (C: the address part of `rds_sendmsg`): `named` is the
-    /// parsed `msg_name`, if the call had one.
-    fn route(&self, named: Option<SockAddr>) -> Result<Route> {
+    /// parsed `msg_name`, if the call had one; `zcopy`, whether it asks for zero copy.
+    fn route(&self, named: Option<SockAddr>, zcopy: bool) -> Result<Route> {
         let inner = self.inner.lock();
         let dest = match named {
             Some(d) => d,
@@ -282,7 +290,7 @@ impl RdsSocket {
                 ..c
             }),
         };
-        let (Some(key), Some(transport)) = (inner.bound, inner.transport) else {
+        let (Some(key), Some(transport)) = (inner.bound, &inner.transport) else {
             return Err(crate::bindings::net::enotconn());
         };
         let bound = key.addr;
@@ -298,7 +306,7 @@ impl RdsSocket {
             bound,
             dest: SockAddr { scope_id, ..dest },
             tos: inner.tos,
-            transport,
+            zerocopy: zcopy && transport.zerocopy(),
             cached: inner.conn_cache.clone(),
         })
     }
@@ -318,10 +326,14 @@ impl RdsSocket {
             faddr: route.dest.addr,
             tos: route.tos,
         };
-        let conn = self
-            .shared
-            .conns
-            .get(&self.shared, key, route.transport, ctx)?;
+        // The socket's transport (it has one: `route` found it bound).
+        let transport = self
+            .inner
+            .lock()
+            .transport
+            .clone()
+            .ok_or_else(crate::bindings::net::enotconn)?;
+        let conn = self.shared.conns.get(&self.shared, key, &transport, ctx)?;
         let old = self.inner.lock().conn_cache.replace(conn.clone());
         drop(old);
         Ok(conn)
@@ -334,7 +346,8 @@ impl RdsSocket {
     /// then asks for an ack, as in C).
     fn admit(&self, len: u64, sndbuf: u32, op: Option<&RdmaOp>, dest: (Addr, u16)) -> Admit {
         let mut d = self.data.lock();
-        if !sndbuf_admits(d.snd_bytes, sndbuf) {
+        let snd_bytes = self.snd_bytes.load(Ordering::Relaxed);
+        if !sndbuf_admits(snd_bytes, sndbuf) {
             return Admit::Full;
         }
         if let Some(op) = op {
@@ -344,8 +357,9 @@ impl RdsSocket {
                 Issue::Missing => return Admit::NoTracker,
             }
         }
-        d.snd_bytes = d.snd_bytes.saturating_add(len);
-        Admit::Admitted(sndbuf_ack_required(d.snd_bytes, sndbuf))
+        let snd_bytes = snd_bytes.saturating_add(len);
+        self.snd_bytes.store(snd_bytes, Ordering::Relaxed);
+        Admit::Admitted(sndbuf_ack_required(snd_bytes, sndbuf))
     }
 
     /// Makes sure the socket has an op-id tracker for `dest`.
@@ -371,7 +385,13 @@ impl RdsSocket {
 
 /// Waits until `port` at the connection's destination is not congested (C: `rds_cong_wait`),
 /// at most for the socket's send timeout (`ETIMEDOUT`; C waits without bound).
-fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) -> Result {
+fn wait_uncongested(
+    sock: &Sock<Rds>,
+    conn: &Conn,
+    port: u16,
+    nonblock: bool,
+    ctx: &ProcessCtx,
+) -> Result {
     if !conn.fcong.test(port) {
         return Ok(());
     }
@@ -390,7 +410,7 @@ fn wait_uncongested(sock: &Sock<Rds>, conn: &Conn, port: u16, nonblock: bool) ->
     }
     stats::inc(Stat::CongSendBlocked);
     let waitq = s.shared.cong.waitq();
-    match waitq.wait(sock.sndtimeo(false), || !conn.fcong.test(port)) {
+    match waitq.wait(sock.sndtimeo(false), || !conn.fcong.test(port), ctx) {
         WaitOutcome::Ready(_) => Ok(()),
         WaitOutcome::TimedOut => {
             s.data.lock().seen_congestion = true;
@@ -467,9 +487,14 @@ fn settle(msg: &Message, status: i32, notify: bool) -> bool {
         stats::inc(Stat::SendDropAcked);
     }
     let unused = {
-        let mut d = sock.state().data.lock();
-        d.snd_bytes = d.snd_bytes.saturating_sub(u64::from(msg.charge));
-        if d.snd_bytes == 0 {
+        let s = sock.state();
+        let mut d = s.data.lock();
+        let snd_bytes = s
+            .snd_bytes
+            .load(Ordering::Relaxed)
+            .saturating_sub(u64::from(msg.charge));
+        s.snd_bytes.store(snd_bytes, Ordering::Relaxed);
+        if snd_bytes == 0 {
             stats::inc(Stat::SendQueueEmpty);
         }
         match &msg.op {
@@ -530,7 +555,15 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
         return Err(enobufs());
     }
     let m = Message::new(
-        MessageParts::plain(0, dport, conn.key.faddr, Payload::empty(), None),
+        MessageParts {
+            sport: 0,
+            dport,
+            saddr: conn.key.laddr,
+            daddr: conn.key.faddr,
+            tos: conn.key.tos,
+            data: Payload::empty(),
+            flags: 0,
+        },
         GFP_KERNEL,
     )?;
     if conn.enqueue(m).is_err() {

@@ -18,22 +18,24 @@ use crate::bindings::net::{
     GETNAME_LEN, SOCK_SEQPACKET,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork, NetExit, OwnedQueue};
+use crate::bindings::sys::{self, impl_delayed_work_item, DelayedWork, NetExit, OwnedQueue, Work};
 use crate::cong::{CongRef, CongTable, NetCong};
 use crate::conn::{Conn, ConnTable};
-use crate::message::Incoming;
+use crate::message::{Message, MsgPool};
 use crate::proto::{
     check_bind_scope, cookie_key, encode_sockaddr, encode_unbound_local, is_info_option,
     parse_bind, parse_connect, parse_send_dest, AddrError, BarrierArgs, BarrierState, FreeMrArgs,
     GetMrArgs, GetMrForDestArgs, RecvAccount, SockAddr, BARRIER_ARGS_LEN, BARRIER_FLAGS,
-    FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, RDS_BARRIER, RDS_RDMA_DONTWAIT,
-    SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
+    FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, RDS_BARRIER, RDS_CANCEL_SENT_TO,
+    RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST, RDS_RDMA_DONTWAIT, RDS_RECVERR,
+    RDS_TRANS_COUNT, RDS_TRANS_NONE, RDS_TRANS_TCP, RX_TRACE_MAX, RX_TRACE_SO_LEN, SIOCRDSGETTOS,
+    SIOCRDSSETTOS, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN, SOL_RDS, SO_RDS_MSG_RXPATH_LATENCY,
+    SO_RDS_TRANSPORT, SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
 };
 use crate::rdma::{Mr, Notifier, RdmaOwner, Trackers};
-use crate::rds_ib::{IbState, IB};
-use crate::rds_loop::{LoopState, LOOPBACK};
-use crate::transport::Transport;
+use crate::transport::{Registry, Transport};
 use crate::{info, recv, send};
+use core::sync::atomic::AtomicU64;
 use kernel::{
     c_str,
     list::List,
@@ -42,64 +44,9 @@ use kernel::{
     rbtree::{RBTree, RBTreeNodeReservation},
     sync::{Arc, ArcBorrow, Mutex},
     uaccess::{UserPtr, UserSlice},
-    workqueue::Work,
 };
 
-/// `AF_RDS` from `include/linux/socket.h`.
-pub(crate) const AF_RDS: u16 = 21;
-
-/// `SOL_RDS`, the socket option level of RDS (`linux/socket.h`).
-const SOL_RDS: i32 = 276;
-/// `RDS_CANCEL_SENT_TO` (`linux/rds.h`): drop queued messages to a destination.
-const RDS_CANCEL_SENT_TO: i32 = 1;
-/// `RDS_GET_MR` (`linux/rds.h`): register memory for RDMA.
-const RDS_GET_MR: i32 = 2;
-/// `RDS_FREE_MR` (`linux/rds.h`): release a registration.
-const RDS_FREE_MR: i32 = 3;
-/// `RDS_RECVERR` (`linux/rds.h`): report send failures as notifications.
-const RDS_RECVERR: i32 = 5;
-/// `RDS_CONG_MONITOR` (`linux/rds.h`): ask for congestion updates.
-const RDS_CONG_MONITOR: i32 = 6;
-/// `RDS_GET_MR_FOR_DEST` (`linux/rds.h`): register memory for RDMA with one destination.
-const RDS_GET_MR_FOR_DEST: i32 = 7;
-/// `SO_RDS_TRANSPORT` (`linux/rds.h`): pin the socket to a transport before binding.
-const SO_RDS_TRANSPORT: i32 = 8;
-/// `SO_RDS_MSG_RXPATH_LATENCY` (`linux/rds.h`): trace receive-path latencies.
-const SO_RDS_MSG_RXPATH_LATENCY: i32 = 10;
-/// `SO_TIMESTAMP_OLD`, accepted at level `SOL_RDS` too (as C does).
-const SO_TIMESTAMP_OLD: i32 = 29;
-/// `SO_TIMESTAMP_NEW`, accepted at level `SOL_RDS` too (as C does).
-const SO_TIMESTAMP_NEW: i32 = 63;
-/// `RDS_TRANS_TCP`; `RDS_TRANS_IB` is 0 and `RDS_TRANS_GAP` 1.
-pub(crate) const RDS_TRANS_TCP: i32 = 2;
-/// `RDS_TRANS_COUNT`: transport numbers user space may ask for are below this.
-const RDS_TRANS_COUNT: i32 = 3;
-/// `RDS_TRANS_NONE` (`~0`): what `SO_RDS_TRANSPORT` reads on a socket with no transport.
-const RDS_TRANS_NONE: i32 = -1;
-/// `SIOCRDSSETTOS` (`SIOCPROTOPRIVATE`) and `SIOCRDSGETTOS`: the socket's type of service.
-const SIOCRDSSETTOS: u32 = 0x89e0;
-/// See [`SIOCRDSSETTOS`].
-const SIOCRDSGETTOS: u32 = 0x89e1;
-/// `sizeof(struct rds_rx_trace_so)`: `rx_traces` and `RDS_MSG_RX_DGRAM_TRACE_MAX` positions.
-const RX_TRACE_SO_LEN: usize = 4;
-/// `RDS_MSG_RX_DGRAM_TRACE_MAX`.
-const RX_TRACE_MAX: u8 = 3;
-
-/// The transports: loopback and IB/iWARP.
-fn transports() -> [&'static dyn Transport; 2] {
-    [&LOOPBACK, &IB]
-}
-
-/// The transport of a socket bound to `addr` (C: `rds_trans_get_preferred`): loopback for
-/// loopback addresses, else the first transport that serves the address.
-fn transport_for(net: NetId, addr: &SockAddr, ctx: &ProcessCtx) -> Option<&'static dyn Transport> {
-    if addr.addr.is_loopback() {
-        return Some(&LOOPBACK);
-    }
-    transports()
-        .into_iter()
-        .find(|t| t.laddr_check(net, &addr.addr, addr.scope_id, ctx))
-}
+pub(crate) use crate::proto::AF_RDS;
 
 /// The RDS socket family.
 pub(crate) struct Rds;
@@ -122,11 +69,9 @@ pub(crate) struct Shared {
     /// Spare memory for incoming messages.
     #[pin]
     pub(crate) rx_slots: crate::message::SlotCache,
-    /// The loopback transport's state (its model HCA).
-    pub(crate) lo: Arc<LoopState>,
-    /// The IB transport's state (its devices).
+    /// The transports.
     #[pin]
-    pub(crate) ib: IbState,
+    pub(crate) transports: Registry,
     /// Every open socket, by identity (for `RDS_INFO_SOCKETS` and friends).
     #[pin]
     pub(crate) sockets: Mutex<RBTree<usize, SockRef<Rds>>>,
@@ -146,15 +91,13 @@ impl Shared {
     /// Creates the shared state of the family.
     pub(crate) fn new() -> Result<Arc<Self>> {
         let wq = OwnedQueue::new(c_str!("rds_rs"))?;
-        let lo = LoopState::new()?;
         Arc::pin_init(
             pin_init!(Self {
                 binds <- BindTable::new(),
                 conns <- ConnTable::new(),
                 cong <- CongTable::new(),
                 rx_slots <- crate::message::SlotCache::new(),
-                lo,
-                ib <- IbState::new(),
+                transports <- Registry::new(),
                 sockets <- new_mutex!(RBTree::new(), "Shared::sockets"),
                 wq,
                 cong_work <- crate::cong::new_cong_work(),
@@ -162,11 +105,6 @@ impl Shared {
             }),
             GFP_KERNEL,
         )
-    }
-
-    /// Whether some loaded transport carries congestion maps.
-    pub(crate) fn ships_cong_maps(&self) -> bool {
-        transports().into_iter().any(|t| t.sends_cong_maps())
     }
 
     /// Starts the reaper.
@@ -199,11 +137,9 @@ impl Shared {
 const CONNECT_TIMEOUT_MS: u32 = 30_000;
 
 impl NetExit for Shared {
-    fn net_exit(&self, net: NetId) {
-        let ctx = ProcessCtx::enter();
-        self.conns.net_exit(net, &ctx);
+    fn net_exit(&self, net: NetId, ctx: &ProcessCtx) {
+        self.conns.net_exit(net, ctx);
         self.cong.net_exit(net);
-        self.lo.net_exit(net);
     }
 }
 
@@ -220,6 +156,11 @@ pub(crate) struct RdsSocket {
     pub(crate) netcong: Arc<NetCong>,
     /// What the socket's RDMA operations and registrations share with it.
     pub(crate) rdma: RdmaOwner,
+    /// The spares of the messages the socket sends.
+    pub(crate) pool: Arc<MsgPool>,
+    /// Bytes of messages sent and not yet settled (C: `rs_snd_bytes`); changed under `data`,
+    /// read without it by a send that checks for room.
+    pub(crate) snd_bytes: AtomicU64,
     /// Addressing and configuration (C: what `lock_sock` protects).
     #[pin]
     pub(crate) inner: Mutex<SockInner>,
@@ -245,7 +186,7 @@ pub(crate) struct SockInner {
     /// binding (C: `rs_bound_scope_id`).
     pub(crate) scope_id: u32,
     /// The transport, chosen at bind (C: `rs_transport`).
-    pub(crate) transport: Option<&'static dyn Transport>,
+    pub(crate) transport: Option<Arc<dyn Transport>>,
     /// The type of service (C: `rs_tos`); only a transport with a TOS map can set it.
     pub(crate) tos: u8,
     /// The connection of the last send (C: `rs_conn`).
@@ -268,7 +209,7 @@ impl SockInner {
 /// The fields of [`RdsSocket`] protected by its spinlock.
 pub(crate) struct SockData {
     /// Messages received and not yet read (C: `rs_recv_queue`).
-    pub(crate) recv_queue: List<Incoming>,
+    pub(crate) recv_queue: List<Message, 1>,
     /// Completion notifications not yet read (C: `rs_notify_queue`).
     pub(crate) notify_queue: List<Notifier>,
     /// Operation ids and high-water marks per destination.
@@ -276,8 +217,6 @@ pub(crate) struct SockData {
     /// The bytes on the receive queue and whether they congest the port (C: `rs_rcv_bytes`,
     /// `rs_congested`).
     pub(crate) account: RecvAccount,
-    /// Bytes of messages sent and not yet settled (C: `rs_snd_bytes`).
-    pub(crate) snd_bytes: u64,
     /// The socket is closing: nothing more is queued on it (C: `SOCK_DEAD`).
     pub(crate) dead: bool,
     /// `RDS_RECVERR` (C: `rs_recverr`).
@@ -310,7 +249,6 @@ impl SockData {
             notify_queue: List::new(),
             trackers: Trackers::new(),
             account: RecvAccount::default(),
-            snd_bytes: 0,
             dead: false,
             recverr: false,
             cong_monitor: false,
@@ -364,11 +302,14 @@ impl Family for Rds {
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let netcong = shared.cong.net(net)?;
         let rdma = RdmaOwner::new()?;
+        let pool = MsgPool::new()?;
         KBox::pin_init(
             pin_init!(RdsSocket {
                 shared: shared.into(),
                 netcong,
                 rdma,
+                pool,
+                snd_bytes: AtomicU64::new(0),
                 inner <- new_mutex!(SockInner::new(), "RdsSocket::inner"),
                 data <- new_spinlock_bh!(SockData::new(), "RdsSocket::data"),
                 mrs <- new_spinlock_bh!(RBTree::new(), "RdsSocket::mrs"),
@@ -410,6 +351,8 @@ impl Family for Rds {
         s.drop_mrs(ctx);
         let notes = core::mem::replace(&mut s.data.lock().notify_queue, List::new());
         drop(notes);
+        // The messages it sent and that come back later are freed.
+        s.pool.close();
         let me = s.shared.sockets.lock().remove(&sock.id());
         drop(me);
     }
@@ -427,10 +370,14 @@ impl Family for Rds {
             .map_err(addr_error)?;
         // The transport: the one `SO_RDS_TRANSPORT` chose, if it serves the address, else
         // the preferred one (C: `rds_trans_get_preferred`).
-        let transport = match inner.transport {
-            Some(t) if t.laddr_check(sock.net(), &addr.addr, addr.scope_id, ctx) => t,
+        let transport = match &inner.transport {
+            Some(t) if t.laddr_check(sock.net(), &addr.addr, addr.scope_id, ctx) => t.clone(),
             Some(_) => return Err(eaddrnotavail()),
-            None => transport_for(sock.net(), &addr, ctx).ok_or_else(eaddrnotavail)?,
+            None => s
+                .shared
+                .transports
+                .preferred(sock.net(), &addr, ctx)
+                .ok_or_else(eaddrnotavail)?,
         };
         let map = s.shared.cong.get(sock.net(), addr.addr)?;
         let key = s.shared.binds.bind(sock.net(), addr, sock.to_ref())?;
@@ -522,7 +469,7 @@ impl Family for Rds {
                 // rds-rs keeps no pool of mapped registrations.
                 s.free_mr(cookie_key(args.cookie), ctx)
             }
-            RDS_BARRIER => barrier(sock, val),
+            RDS_BARRIER => barrier(sock, val, ctx),
             RDS_RECVERR => {
                 let on = read_bool(val)?;
                 s.data.lock().recverr = on;
@@ -558,11 +505,8 @@ impl Family for Rds {
                 if t != RDS_TRANS_TCP && sock.net() != NetId::init() {
                     return Err(eprototype());
                 }
-                // C: rds_trans_get; rds-rs has no IB or TCP transport yet.
-                let t = transports()
-                    .into_iter()
-                    .find(|tr| tr.kind() == t)
-                    .ok_or_else(enoprotoopt)?;
+                // C: rds_trans_get (rds-rs has no TCP transport yet).
+                let t = s.shared.transports.by_kind(t).ok_or_else(enoprotoopt)?;
                 inner.transport = Some(t);
                 Ok(())
             }
@@ -626,6 +570,7 @@ impl Family for Rds {
                 .inner
                 .lock()
                 .transport
+                .as_ref()
                 .map_or(RDS_TRANS_NONE, |t| t.kind()),
             _ => return Err(enoprotoopt()),
         };
@@ -645,16 +590,16 @@ impl Family for Rds {
                 // has none, and an unattached socket has no transport (C: -ENOIOCTLCMD). Once
                 // set, or once the socket has a connection, it stays (C: EINVAL).
                 let mut inner = sock.state().inner.lock();
-                match inner.transport {
-                    Some(t) if t.kind() == crate::rds_ib::RDS_TRANS_IB => {
-                        if inner.tos != 0 || inner.conn_cache.is_some() {
-                            return Err(EINVAL);
-                        }
-                        inner.tos = tos;
-                        Ok(())
-                    }
-                    _ => Err(ENOIOCTLCMD),
+                let tos = inner
+                    .transport
+                    .as_ref()
+                    .and_then(|t| t.tos_map(tos))
+                    .ok_or(ENOIOCTLCMD)?;
+                if inner.tos != 0 || inner.conn_cache.is_some() {
+                    return Err(EINVAL);
                 }
+                inner.tos = tos;
+                Ok(())
             }
             SIOCRDSGETTOS => {
                 let tos = sock.state().inner.lock().tos;
@@ -722,7 +667,7 @@ fn cancel_sent_to(sock: &Sock<Rds>, val: &OptVal) -> Result {
 /// `RDS_BARRIER` (rds-rs's extension): reports the high-water mark of the socket's completed
 /// RDMA operations to a destination, after waiting (on a blocking socket, without
 /// `RDS_RDMA_DONTWAIT`) until it reaches `wait_id`. See `Documentation/rdma.md`.
-fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
+fn barrier(sock: &Sock<Rds>, val: &OptVal, ctx: &ProcessCtx) -> Result {
     if val.len() != BARRIER_ARGS_LEN {
         return Err(EINVAL);
     }
@@ -745,9 +690,11 @@ fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
             if args.flags & RDS_RDMA_DONTWAIT != 0 || sock.nonblocking() {
                 result = Err(EAGAIN);
             } else {
-                let outcome = sock.wait(sock.rcvtimeo(false), || {
-                    !matches!(state(args.wait_id).1, BarrierState::Pending)
-                });
+                let outcome = sock.wait(
+                    sock.rcvtimeo(false),
+                    || !matches!(state(args.wait_id).1, BarrierState::Pending),
+                    ctx,
+                );
                 mark = state(args.wait_id).0;
                 result = match outcome {
                     WaitOutcome::Ready(_) => Ok(()),
@@ -762,28 +709,4 @@ fn barrier(sock: &Sock<Rds>, val: &OptVal) -> Result {
         UserSlice::new(addr, 8).writer().write(&mark)?;
     }
     result
-}
-
-/// The test build's hooks act on the shared state.
-#[cfg(rds_test)]
-pub(crate) struct Hooks(pub(crate) Arc<Shared>);
-
-#[cfg(rds_test)]
-impl crate::bindings::testhooks::TestTarget for Hooks {
-    fn softirq_run(&self) {
-        self.0.lo.softirq_run();
-    }
-
-    fn reset_all(&self, _ctx: &ProcessCtx) -> Result {
-        self.0.conns.reset_all();
-        Ok(())
-    }
-
-    fn inject(&self, frame: &[u8], ctx: &ProcessCtx) -> Result {
-        self.0.lo.inject(&self.0, NetId::init(), frame, ctx)
-    }
-
-    fn kunit(&self, case: u32, ctx: &ProcessCtx) -> i32 {
-        crate::kunit::run_on_shared(&self.0, case, ctx)
-    }
 }

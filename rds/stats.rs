@@ -26,6 +26,14 @@ pub(crate) fn inc(stat: Stat) {
     add(stat, 1);
 }
 
+/// The current value of a counter.
+#[cfg(rds_test)]
+pub(crate) fn get(stat: Stat) -> u64 {
+    COUNTERS
+        .get(stat.index())
+        .map_or(0, |c| c.load(Ordering::Relaxed))
+}
+
 /// The current value of every counter, in C's order, with its name.
 pub(crate) fn snapshot() -> impl Iterator<Item = (&'static str, u64)> {
     STAT_NAMES

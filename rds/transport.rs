@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The interface between the core and its transports.
+//! The interface between the core and its transports, and the registry of the transports.
 //!
 //! C counterpart: `struct rds_transport` in `net/rds/rds.h` and `net/rds/transport.c`.
 //!
@@ -8,14 +8,18 @@
 //! sequence numbers, acknowledgements, retransmission, congestion, the sockets). The checklist
 //! a transport author follows is in `Documentation/design.md`; in short:
 //!
-//! - [`Transport`] is the transport itself (a `'static` object): the local addresses it
-//!   serves ([`Transport::laddr_check`], for `bind` and `SO_RDS_TRANSPORT`), the state it
-//!   keeps per connection ([`Transport::conn_alloc`]), and, if it does RDMA, its memory
-//!   registrations ([`MrOps`]), which belong to a device, not to a connection.
-//! - [`ConnTransport`] is its state of one connection: connect, shut down, and transmit.
-//!   The core calls `xmit` from one task at a time per connection, in queue order, in process
-//!   context; a transport that cannot take (all of) a message now returns
-//!   [`XmitError::Full`] with its progress recorded and kicks the connection
+//! - [`Transport`] is the transport itself, with the state it keeps for all its connections
+//!   (devices, listeners, a model device): the local addresses it serves
+//!   ([`Transport::laddr_check`], for `bind` and `SO_RDS_TRANSPORT`), the state it keeps per
+//!   connection ([`Transport::conn_alloc`]), and, if it does RDMA, its memory registrations
+//!   ([`MrOps`]), which belong to a device, not to a connection. A transport joins the
+//!   [`Registry`] when the module loads ([`join`]) and leaves it when its [`Membership`] is
+//!   dropped at unload; the core names no transport, it asks the registry.
+//! - [`ConnTransport`] is its state of one connection, of the transport's own type: connect,
+//!   shut down, and transmit. The transport gets it back by type from a connection of its own
+//!   ([`Conn::tstate`]). The core calls `xmit` from one task at a time per connection, in
+//!   queue order, in process context; a transport that cannot take (all of) a message now
+//!   returns [`XmitError::Full`] with its progress recorded and kicks the connection
 //!   ([`crate::conn::Conn::kick`]) when room appears, without sleeping in between.
 //! - What arrives goes to [`crate::recv::incoming`] (header bytes, payload, a pre-allocated
 //!   [`crate::message::RxSlot`]) in whatever context the transport receives in; an
@@ -26,10 +30,15 @@ use crate::bindings::net::NetId;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
-use crate::proto::{Addr, Region};
+use crate::proto::{Addr, Region, SockAddr};
 use crate::rdma::RegPages;
 use crate::socket::Shared;
-use kernel::{prelude::*, sync::Arc};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex},
+};
 
 /// Why a transport did not take (all of) a message; the core keeps it as the connection's
 /// message in transmission, with the progress the transport recorded.
@@ -52,20 +61,27 @@ pub(crate) struct XmitProgress {
     pub(crate) sent: usize,
 }
 
-/// A transport.
+/// A transport: one object per transport, made when the module loads and registered
+/// ([`join`]), holding what the transport keeps for all its connections.
 pub(crate) trait Transport: Send + Sync {
     /// The name `RDS_INFO_CONNECTIONS` reports (C: `t_name`).
     fn name(&self) -> &'static str;
 
-    /// The number `SO_RDS_TRANSPORT` reports (C: `t_type`).
+    /// The number `SO_RDS_TRANSPORT` reports (C: `t_type`, `RDS_TRANS_*` of
+    /// [`crate::proto`]).
     fn kind(&self) -> i32;
 
     /// Whether the transport serves the local address `addr` (with IPv6 scope `scope_id`) in
     /// `net`, so that a socket may bind it (C: `laddr_check`).
     fn laddr_check(&self, net: NetId, addr: &Addr, scope_id: u32, ctx: &ProcessCtx) -> bool;
 
-    /// The transport's state for a new connection (C: `conn_alloc`).
-    fn conn_alloc(&self, key: &ConnKey, ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>>;
+    /// The transport's state for a new connection (C: `conn_alloc`), of the transport's own
+    /// type (which [`Conn::tstate`] gives back); it may keep a reference to the transport.
+    fn conn_alloc(
+        self: ArcBorrow<'_, Self>,
+        key: &ConnKey,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<dyn ConnTransport>>;
 
     /// Whether the core sends congestion-map updates over the transport's connections
     /// (loopback shares the maps and needs none).
@@ -86,25 +102,33 @@ pub(crate) trait Transport: Send + Sync {
     }
 
     /// The transport's memory-registration operations; `None` when it cannot do RDMA.
-    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
+    fn mr_ops(&self) -> Option<&dyn MrOps> {
         None
+    }
+
+    /// The type of service a socket's `SIOCRDSSETTOS` value `tos` maps to (C:
+    /// `get_tos_map`); `None` when the transport has no TOS map (the ioctl then fails with
+    /// `ENOIOCTLCMD`).
+    fn tos_map(&self, _tos: u8) -> Option<u8> {
+        None
+    }
+
+    /// Whether the transport sends `MSG_ZEROCOPY` messages (C lets TCP only).
+    fn zerocopy(&self) -> bool {
+        false
     }
 
     /// Whether `xmit` carries a message with operation `op` on `conn` (a transport may
     /// register memory for its peers, and run some operations, before it runs all of them; a
     /// device may lack some).
-    fn runs_op(
-        &self,
-        _conn: &crate::conn::Conn,
-        _op: &crate::rdma::RdmaOp,
-        _ctx: &ProcessCtx,
-    ) -> bool {
+    fn runs_op(&self, _conn: &Conn, _op: &crate::rdma::RdmaOp, _ctx: &ProcessCtx) -> bool {
         self.mr_ops().is_some()
     }
 }
 
-/// A transport's state of one connection.
-pub(crate) trait ConnTransport: Send + Sync {
+/// A transport's state of one connection. The core keeps it as a trait object; the transport
+/// gets its own type back with [`Conn::tstate`].
+pub(crate) trait ConnTransport: Send + Sync + core::any::Any {
     /// Starts connecting (process context). The transport then calls
     /// [`Conn::connect_complete`] (possibly before returning) or
     /// [`Conn::drop_connection`]; an error here means the attempt did not start (the core
@@ -120,6 +144,17 @@ pub(crate) trait ConnTransport: Send + Sync {
     /// Whether new messages may be handed to `xmit` now (a test hook holds them back).
     fn xmit_ready(&self) -> bool {
         true
+    }
+
+    /// Whether the connection is lossless now: a message handed over is with its receiver when
+    /// the call returns, and nothing can be lost, reordered, duplicated or corrupted on the way
+    /// (loopback, outside its fault modes). The core then delivers plain messages (no RDMA or
+    /// atomic operation) itself ([`crate::recv::deliver`]), with no header, no
+    /// acknowledgement and no retransmit list, settling each with its sender as it goes; a
+    /// sender with nothing ahead of it on the connection delivers its message in `sendmsg`
+    /// ([`Conn::send_now`]). Messages with an operation still go through `xmit`.
+    fn lossless(&self) -> bool {
+        false
     }
 
     /// Sends `msg` (process context): its RDMA or atomic operation first (once, noted in
@@ -142,9 +177,6 @@ pub(crate) trait ConnTransport: Send + Sync {
     fn rdma_info(&self) -> Option<RdmaInfo> {
         None
     }
-
-    /// The transport's own type, for its callbacks to find their state.
-    fn as_any(&self) -> &dyn core::any::Any;
 }
 
 /// An RDMA connection's facts for `RDS_INFO_IB_CONNECTIONS` (C: `rds_ib_conn_info_visitor`);
@@ -191,14 +223,8 @@ pub(crate) struct RegRequest {
 /// registration belongs to the device, not to a connection: it is usable on every connection
 /// of the transport, and survives reconnects.
 pub(crate) trait MrOps: Send + Sync {
-    /// Registers the pages of `req`; the handle owns them from now on. `shared` is the core's
-    /// state, which holds the transports' own.
-    fn register(
-        &self,
-        shared: &Shared,
-        req: RegRequest,
-        ctx: &ProcessCtx,
-    ) -> Result<Arc<dyn MrHandle>>;
+    /// Registers the pages of `req`; the handle owns them from now on.
+    fn register(&self, req: RegRequest, ctx: &ProcessCtx) -> Result<Arc<dyn MrHandle>>;
 
     /// Releases registrations that are freed but not yet recycled (`RDS_FREE_MR` with cookie
     /// 0).
@@ -215,4 +241,106 @@ pub(crate) trait MrHandle: Send + Sync {
 
     /// The zero-based addresses a peer uses (`region.offset` is the cookie's offset).
     fn region(&self) -> Region;
+}
+
+/// How many transports the registry holds (loopback, IB, TCP, and one to spare).
+const MAX_TRANSPORTS: usize = 4;
+
+/// The transports the module has, in the order they joined (C: `transports[]` under
+/// `rds_trans_sem`). A socket binds to the first that serves its address
+/// ([`Registry::preferred`]); `SO_RDS_TRANSPORT` asks for one by number
+/// ([`Registry::by_kind`]).
+///
+/// Lock order: `list` is a leaf, taken in process context only.
+#[pin_data]
+pub(crate) struct Registry {
+    #[pin]
+    list: Mutex<[Option<Arc<dyn Transport>>; MAX_TRANSPORTS]>,
+    /// Some registered transport carries congestion maps (read in any context).
+    cong_maps: AtomicBool,
+}
+
+impl Registry {
+    /// No transports yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            list <- new_mutex!([const { None }; MAX_TRANSPORTS], "Registry::list"),
+            cong_maps: AtomicBool::new(false),
+        })
+    }
+
+    /// The transport of a socket bound to `addr` in `net` (C: `rds_trans_get_preferred`): the
+    /// first one that serves the address. (C names loopback here; its `laddr_check` takes the
+    /// loopback addresses, which no other transport serves.)
+    pub(crate) fn preferred(
+        &self,
+        net: NetId,
+        addr: &SockAddr,
+        ctx: &ProcessCtx,
+    ) -> Option<Arc<dyn Transport>> {
+        self.list
+            .lock()
+            .iter()
+            .flatten()
+            .find(|t| t.laddr_check(net, &addr.addr, addr.scope_id, ctx))
+            .cloned()
+    }
+
+    /// The transport numbered `kind` (C: `rds_trans_get`), if it is registered.
+    pub(crate) fn by_kind(&self, kind: i32) -> Option<Arc<dyn Transport>> {
+        self.list
+            .lock()
+            .iter()
+            .flatten()
+            .find(|t| t.kind() == kind)
+            .cloned()
+    }
+
+    /// Whether some registered transport carries congestion maps (any context).
+    pub(crate) fn ships_cong_maps(&self) -> bool {
+        self.cong_maps.load(Ordering::Acquire)
+    }
+
+    fn update_locked(&self, list: &[Option<Arc<dyn Transport>>]) {
+        let any = list.iter().flatten().any(|t| t.sends_cong_maps());
+        self.cong_maps.store(any, Ordering::Release);
+    }
+}
+
+/// A transport's membership in the core's [`Registry`]: it leaves when this is dropped
+/// (module unload, once no socket and no connection uses it).
+pub(crate) struct Membership {
+    shared: Arc<Shared>,
+    transport: Arc<dyn Transport>,
+}
+
+/// Adds `transport` to the core's registry (module load); `EBUSY` when the registry is full.
+pub(crate) fn join(shared: &Arc<Shared>, transport: Arc<dyn Transport>) -> Result<Membership> {
+    let reg = &shared.transports;
+    let mut list = reg.list.lock();
+    let free = list.iter_mut().find(|t| t.is_none()).ok_or(EBUSY)?;
+    *free = Some(transport.clone());
+    reg.update_locked(&*list);
+    drop(list);
+    Ok(Membership {
+        shared: shared.clone(),
+        transport,
+    })
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        let reg = &self.shared.transports;
+        let mut list = reg.list.lock();
+        let gone = list
+            .iter_mut()
+            .find(|t| {
+                t.as_ref()
+                    .is_some_and(|t| core::ptr::addr_eq(&**t, &*self.transport))
+            })
+            .and_then(Option::take);
+        reg.update_locked(&*list);
+        drop(list);
+        drop(gone);
+    }
 }

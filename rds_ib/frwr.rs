@@ -135,7 +135,7 @@ impl SvcState {
 }
 
 impl WcHandler for SvcState {
-    fn done(&self, tag: u32, wc: Wc) {
+    fn done(&self, tag: u32, wc: Wc, _ctx: &ProcessCtx) {
         let qp = self.inner.lock().qp.clone();
         if let Some(q) = qp {
             drop(q.complete_send(tag & !TAG_KIND));
@@ -158,8 +158,7 @@ impl WcHandler for SvcState {
 struct Active(Arc<SvcState>);
 
 impl CmHandler for Active {
-    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
-        let ctx = ProcessCtx::enter();
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         let st = &self.0;
         match ev.kind {
             cm_event::ADDR_RESOLVED => {
@@ -168,7 +167,7 @@ impl CmHandler for Active {
                 }
             }
             cm_event::ROUTE_RESOLVED => {
-                let Ok(q) = st.new_qp(id, &ctx) else {
+                let Ok(q) = st.new_qp(id, ctx) else {
                     st.fail();
                     return CmAction::Keep;
                 };
@@ -176,7 +175,7 @@ impl CmHandler for Active {
                 if inner.closed || inner.qp.is_some() {
                     drop(inner);
                     // Torn down meanwhile: the QP goes now (the id goes with the teardown).
-                    q.shutdown(&ctx);
+                    q.shutdown(ctx);
                     return CmAction::Keep;
                 }
                 inner.qp = Some(q);
@@ -205,22 +204,21 @@ impl CmHandler for Active {
 struct Passive(Arc<SvcState>);
 
 impl CmHandler for Passive {
-    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
-        let ctx = ProcessCtx::enter();
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         let st = &self.0;
         match ev.kind {
             cm_event::CONNECT_REQUEST => {
                 if st.broken.load(Ordering::Acquire) {
                     return CmAction::Destroy;
                 }
-                let Ok(q) = st.new_qp(id, &ctx) else {
+                let Ok(q) = st.new_qp(id, ctx) else {
                     st.fail();
                     return CmAction::Destroy;
                 };
                 let handler: Arc<dyn CmHandler> = match Arc::new(Passive(st.clone()), GFP_KERNEL) {
                     Ok(h) => h,
                     Err(_) => {
-                        q.shutdown(&ctx);
+                        q.shutdown(ctx);
                         st.fail();
                         return CmAction::Destroy;
                     }
@@ -228,14 +226,14 @@ impl CmHandler for Passive {
                 let mut inner = st.inner.lock();
                 if inner.closed || inner.passive.is_some() {
                     drop(inner);
-                    q.shutdown(&ctx);
+                    q.shutdown(ctx);
                     return CmAction::Destroy;
                 }
                 let owned = match id.adopt(handler) {
                     Ok(o) => o,
                     Err(_) => {
                         drop(inner);
-                        q.shutdown(&ctx);
+                        q.shutdown(ctx);
                         st.fail();
                         return CmAction::Destroy;
                     }
@@ -302,7 +300,7 @@ pub(super) fn teardown(conn: Option<SvcConn>, ctx: &ProcessCtx) {
 }
 
 /// Waits (process context) until `f` returns `Some`, at most [`SERVICE_MS`].
-fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
+fn wait_for<T>(mut f: impl FnMut() -> Option<T>, ctx: &ProcessCtx) -> Option<T> {
     let deadline = sys::jiffies().wrapping_add(sys::ms_to_jiffies(SERVICE_MS));
     loop {
         if let Some(v) = f() {
@@ -311,7 +309,7 @@ fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> Option<T> {
         if (sys::jiffies().wrapping_sub(deadline) as i64) >= 0 {
             return None;
         }
-        sys::sleep_briefly();
+        sys::sleep_ms(1, ctx);
     }
 }
 
@@ -374,12 +372,15 @@ fn ready_locked(
         teardown(svc.take(), ctx);
         return Err(e);
     }
-    let q = wait_for(|| {
-        if state.broken.load(Ordering::Acquire) {
-            return Some(None);
-        }
-        state.usable().map(Some)
-    })
+    let q = wait_for(
+        || {
+            if state.broken.load(Ordering::Acquire) {
+                return Some(None);
+            }
+            state.usable().map(Some)
+        },
+        ctx,
+    )
     .flatten();
     match q {
         Some(q) => Ok(q),

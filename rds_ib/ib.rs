@@ -46,17 +46,17 @@ use crate::bindings::ib::{
 };
 use crate::bindings::mm::{random_u32, PinnedPages};
 use crate::bindings::net::NetId;
-use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, ProcessDrop, SpinLockBh};
+use crate::bindings::sync::{new_spinlock_bh, DropInProcess, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::bindings::sys;
 use crate::bindings::testhooks;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Frag, InData, LentFrags, Message, Payload};
+use crate::message::{Frag, LentFrags, Message, Payload};
 use crate::proto::{
     frag_count, loop_region, negotiate, reject_drops, reply_version_ok, Addr, AtomicOp, ConnPriv,
     ConnState, Credits, FragOutcome, Grab, Header, NegotiateError, RdsIovec, Reassembly, Region,
     Stat, WorkRing, CREDIT_UPDATE_AT, FRAG_SIZE, HEADER_LEN, MAX_ADV_CREDIT, MAX_MR_PAGES,
     PRIV_LEN_V6, RDS_IB_PORT, RDS_IB_PORT6, RDS_RDMA_DROPPED, RDS_RDMA_OTHER_ERROR,
-    RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS, REJ_INCOMPAT,
+    RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS, RDS_TRANS_IB, REJ_INCOMPAT,
 };
 use crate::rdma::{OpKind, RdmaOp};
 use crate::recv::{self, RxCtx};
@@ -64,23 +64,20 @@ use crate::send;
 use crate::socket::Shared;
 use crate::stats;
 use crate::transport::{
-    ConnTransport, MrHandle, MrOps, RdmaInfo, RegRequest, Transport, XmitError, XmitProgress,
+    join, ConnTransport, Membership, MrHandle, MrOps, RdmaInfo, RegRequest, Transport, XmitError,
+    XmitProgress,
 };
-use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     new_mutex,
     page::Page,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{Arc, Mutex},
+    sync::{Arc, ArcBorrow, Mutex},
 };
 
 #[path = "frwr.rs"]
 mod frwr;
-
-/// `RDS_TRANS_IB`: what `SO_RDS_TRANSPORT` names the transport.
-pub(crate) const RDS_TRANS_IB: i32 = 0;
 
 /// Send work requests per connection (C: `rds_ib_sysctl_max_send_wr` 256).
 const SEND_WR: u32 = 256;
@@ -101,25 +98,23 @@ const FENCE_MS: u32 = 2000;
 /// The pages of a registration that C takes from its 8 KiB pool (`RDS_MR_8K_MSG_SIZE`).
 const MR_8K_PAGES: u64 = 2;
 
-/// The transport.
-pub(crate) struct IbTransport;
-
-/// The one instance.
-pub(crate) static IB: IbTransport = IbTransport;
-
-/// The state of the IB transport in the core's shared state: the devices it serves.
+/// The transport, and what it keeps for all its connections: the devices it serves. One is
+/// made at module load ([`IbModule::new`]) and joins the core's transports.
 #[pin_data]
-pub(crate) struct IbState {
+pub(crate) struct IbTransport {
     #[pin]
     devs: Mutex<KVec<Arc<IbDev>>>,
 }
 
-impl IbState {
+impl IbTransport {
     /// No devices yet.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
-            devs <- new_mutex!(KVec::new(), "IbState::devs"),
-        })
+    fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                devs <- new_mutex!(KVec::new(), "IbTransport::devs"),
+            }),
+            GFP_KERNEL,
+        )
     }
 
     fn find(&self, dev: Device) -> Option<Arc<IbDev>> {
@@ -190,20 +185,20 @@ impl IbDev {
 /// when it goes.
 struct Client {
     shared: Arc<Shared>,
+    ib: Arc<IbTransport>,
 }
 
 impl IbClient for Client {
     type Data = Arc<IbDev>;
 
-    fn add(&self, dev: Device) -> Option<Arc<IbDev>> {
-        let ctx = ProcessCtx::enter();
-        let pd = Pd::new(dev, &ctx).ok()?;
+    fn add(&self, dev: Device, ctx: &ProcessCtx) -> Option<Arc<IbDev>> {
+        let pd = Pd::new(dev, ctx).ok()?;
         let lkey = pd.lkey();
         let attrs = dev.attrs();
         let idle = if attrs.iwarp {
             // SAFETY: Dropped by `remove` before the PD, once every QP of the device (every
             // QP a fence names it on) is gone.
-            Some(unsafe { IdleMr::new(&pd, &ctx) }.ok()?)
+            Some(unsafe { IdleMr::new(&pd, ctx) }.ok()?)
         } else {
             None
         };
@@ -223,28 +218,27 @@ impl IbClient for Client {
             GFP_KERNEL,
         )
         .ok()?;
-        let mut devs = self.shared.ib.devs.lock();
+        let mut devs = self.ib.devs.lock();
         devs.push(d.clone(), GFP_KERNEL).ok()?;
         drop(devs);
         pr_info!("RDMA device {} added\n", DevName(dev.name()));
         Some(d)
     }
 
-    fn remove(&self, dev: Device, data: Arc<IbDev>) {
-        let ctx = ProcessCtx::enter();
+    fn remove(&self, dev: Device, data: Arc<IbDev>, ctx: &ProcessCtx) {
         data.removing.store(true, Ordering::Release);
         // Every connection on the device goes down (its shutdown destroys the QP and the id);
         // wait for the last, then the PD can go.
         let mut waited = 0u32;
         while data.paths.load(Ordering::Acquire) != 0 {
             self.shared.conns.for_each(NetId::init(), |c| {
-                if let Some(ic) = c.tconn.as_any().downcast_ref::<IbConn>() {
+                if let Some(ic) = c.tstate::<IbConn>() {
                     if ic.on_device(dev) {
                         c.drop_connection();
                     }
                 }
             });
-            sys::sleep_ms(10, &ctx);
+            sys::sleep_ms(10, ctx);
             waited += 1;
             if waited % 1000 == 0 {
                 pr_warn!("still waiting for connections on a removed RDMA device\n");
@@ -253,7 +247,7 @@ impl IbClient for Client {
         // iWARP: the service connection goes (a registration in progress finishes first; later
         // ones see `removing`).
         let mut svc = data.service.lock();
-        frwr::teardown(svc.take(), &ctx);
+        frwr::teardown(svc.take(), ctx);
         // No QP is left to name the idle MR (a fence in progress finished: it holds the lock
         // until its QPs answered or were drained). Lock order: `idle` before `pd`.
         let idle = data.idle.lock().take();
@@ -282,7 +276,7 @@ impl IbClient for Client {
         }
         // The list without this device (KVec has no `retain`); if there is no memory for the
         // copy, the device stays listed, `removing`, which every lookup skips.
-        let mut devs = self.shared.ib.devs.lock();
+        let mut devs = self.ib.devs.lock();
         if let Ok(mut kept) = KVec::with_capacity(devs.len(), GFP_KERNEL) {
             for d in core::mem::replace(&mut *devs, KVec::new()) {
                 if !Arc::ptr_eq(&d, &data) {
@@ -331,24 +325,31 @@ impl core::fmt::Display for DevName {
 /// The listeners: requests on the RDS ports.
 struct Listener {
     shared: Arc<Shared>,
+    ib: Arc<IbTransport>,
 }
 
 /// What the IB transport registers while the module is loaded.
 pub(crate) struct IbModule {
     // Dropped in this order: the listeners first (no new passive connections), then the
-    // client (every device removed, so every connection down).
+    // client (every device removed, so every connection down), then the transport leaves the
+    // core's registry.
     _listen4: Option<CmId>,
     _listen6: Option<CmId>,
     _client: IbRegistration,
+    _member: Membership,
 }
 
 impl IbModule {
-    /// Registers the client (devices present are added now) and the listeners.
+    /// Makes the transport, registers the client (devices present are added now) and the
+    /// listeners, and joins the core's transports.
     pub(crate) fn new(shared: &Arc<Shared>, ctx: &ProcessCtx) -> Result<Self> {
+        let ib = IbTransport::new()?;
+        let member = join(shared, ib.clone())?;
         let client = IbRegistration::new(
             Arc::new(
                 Client {
                     shared: shared.clone(),
+                    ib: ib.clone(),
                 },
                 GFP_KERNEL,
             )?,
@@ -357,6 +358,7 @@ impl IbModule {
         let listener: Arc<dyn CmHandler> = Arc::new(
             Listener {
                 shared: shared.clone(),
+                ib,
             },
             GFP_KERNEL,
         )?;
@@ -374,6 +376,7 @@ impl IbModule {
             _listen4: l4,
             _listen6: l6,
             _client: client,
+            _member: member,
         })
     }
 
@@ -438,8 +441,8 @@ struct IbMrReg {
     _pages: crate::rdma::RegPages,
 }
 
-impl Drop for IbMrReg {
-    fn drop(&mut self) {
+impl DropInProcess for IbMrReg {
+    fn end(self, ctx: &ProcessCtx) {
         let listed = self.dev.mrs.lock().remove(&self.rkey);
         drop(listed);
         // Deregistered here, under the cell's lock (so that the device's removal, which takes
@@ -454,9 +457,8 @@ impl Drop for IbMrReg {
             // iWARP (siw) looks a registration up once per READ RESPONSE: one that started
             // before the deregistration goes on reading the pages. They stay mapped and
             // pinned until every QP of the device is past what it was doing.
-            let ctx = ProcessCtx::enter();
-            f.deregister(&ctx);
-            fence_device(&self.dev, &ctx);
+            f.deregister(ctx);
+            fence_device(&self.dev, ctx);
         }
         stats::inc(if self.small {
             Stat::IbRdmaMr8kFree
@@ -554,13 +556,8 @@ fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<(Arc<Qp<Keep>>, u64)> {
 }
 
 impl MrOps for IbTransport {
-    fn register(
-        &self,
-        shared: &Shared,
-        req: RegRequest,
-        ctx: &ProcessCtx,
-    ) -> Result<Arc<dyn MrHandle>> {
-        let dev = shared.ib.find_addr(&req.laddr, ctx).ok_or(ENODEV)?;
+    fn register(&self, req: RegRequest, ctx: &ProcessCtx) -> Result<Arc<dyn MrHandle>> {
+        let dev = self.find_addr(&req.laddr, ctx).ok_or(ENODEV)?;
         let vec = RdsIovec {
             addr: req.addr,
             bytes: req.len,
@@ -631,6 +628,7 @@ impl MrOps for IbTransport {
                 _pages: req.pages,
             },
             GFP_KERNEL,
+            ctx,
         )?;
         let mr: Arc<dyn MrHandle> = Arc::new(
             IbMr {
@@ -662,12 +660,17 @@ impl Transport for IbTransport {
             && Device::for_addr(&addr.0, scope_id, ctx).is_some()
     }
 
-    fn conn_alloc(&self, key: &ConnKey, ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>> {
+    fn conn_alloc(
+        self: ArcBorrow<'_, Self>,
+        key: &ConnKey,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<dyn ConnTransport>> {
         // A peer on this host (C: `c_loopback`): both ends share the congestion maps.
         let local_peer = Device::for_addr(&key.faddr.0, 0, ctx).is_some();
         let c: Arc<dyn ConnTransport> = Arc::pin_init(
             pin_init!(IbConn {
                 key: *key,
+                ib: self.into(),
                 local_peer,
                 path <- new_spinlock_bh!(None, "IbConn::path"),
             }),
@@ -684,8 +687,13 @@ impl Transport for IbTransport {
         true
     }
 
-    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
-        Some(&IB)
+    fn mr_ops(&self) -> Option<&dyn MrOps> {
+        Some(self)
+    }
+
+    fn tos_map(&self, tos: u8) -> Option<u8> {
+        // C's `rds_ib_get_tos_map`: the identity.
+        Some(tos)
     }
 
     fn runs_op(&self, conn: &Conn, op: &RdmaOp, ctx: &ProcessCtx) -> bool {
@@ -693,9 +701,7 @@ impl Transport for IbTransport {
         // device that is gone fails the operation when it is posted.
         match &op.kind {
             OpKind::Rdma { .. } => true,
-            OpKind::Atomic { op: a, .. } => conn
-                .shared
-                .ib
+            OpKind::Atomic { op: a, .. } => self
                 .find_addr(&conn.key.laddr, ctx)
                 .is_none_or(|d| d.runs_atomic(&atomic_wr(a))),
         }
@@ -706,6 +712,8 @@ impl Transport for IbTransport {
 #[pin_data]
 pub(crate) struct IbConn {
     key: ConnKey,
+    /// The transport (its devices).
+    ib: Arc<IbTransport>,
     /// The peer is an address of this host (C: `c_loopback`): both ends share the maps.
     local_peer: bool,
     /// The current incarnation, if any.
@@ -815,10 +823,6 @@ impl ConnTransport for IbConn {
             }
         }
         Some(info)
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 
@@ -973,7 +977,7 @@ impl Path {
     /// handler).
     fn setup(self: &Arc<Self>, id: CmIdRef<'_>, ctx: &ProcessCtx) -> Result<Arc<Qpr>> {
         let dev = id.device().ok_or(ENODEV)?;
-        let ibdev = self.conn.shared.ib.find(dev).ok_or(ENODEV)?;
+        let ibdev = self.ic().ok_or(ENODEV)?.ib.find(dev).ok_or(ENODEV)?;
         let q = Qpr::new(self.clone(), id, ibdev, ctx)?;
         for i in 0..q.qp.nrecv() {
             if let Err(e) = q.qp.post_recv(i, GFP_KERNEL) {
@@ -986,17 +990,21 @@ impl Path {
         Ok(q)
     }
 
+    /// The IB state of the path's connection (always there: the path was made for an IB
+    /// connection).
+    fn ic(&self) -> Option<&IbConn> {
+        self.conn.tstate::<IbConn>()
+    }
+
     /// The `Arc` of this path (the connection holds it), if it is still the current one.
     fn me(&self) -> Option<Arc<Path>> {
-        let ic = self.conn.tconn.as_any().downcast_ref::<IbConn>()?;
-        let cur = ic.current()?;
+        let cur = self.ic()?.current()?;
         core::ptr::eq(&*cur, self).then_some(cur)
     }
 }
 
 impl CmHandler for Path {
-    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
-        let ctx = ProcessCtx::enter();
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         let conn = &self.conn;
         pr_debug!(
             "ib path {:p} active {} event {} status {} conn state {:?}\n",
@@ -1018,10 +1026,10 @@ impl CmHandler for Path {
                     // A path the connection left: its teardown destroys the id.
                     return CmAction::Keep;
                 };
-                let r = me.setup(id, &ctx);
+                let r = me.setup(id, ctx);
                 let delay = crate::bindings::testhooks::ib_route_delay_ms();
                 if delay > 0 {
-                    sys::sleep_ms(delay, &ctx);
+                    sys::sleep_ms(delay, ctx);
                 }
                 pr_debug!(
                     "ib path setup {:?}\n",
@@ -1042,7 +1050,7 @@ impl CmHandler for Path {
                             // here); the QP, which does not own it, goes now.
                             drop(pending);
                             stats::inc(Stat::RsIbCmRaced);
-                            q.qp.shutdown(&ctx);
+                            q.qp.shutdown(ctx);
                             return CmAction::Keep;
                         };
                         // The owned id moves to the QP, which destroys it at its shutdown.
@@ -1126,7 +1134,7 @@ fn wc_failed(conn: &Arc<Conn>, status: i32, stat: Stat) {
 }
 
 impl WcHandler for Path {
-    fn done(&self, tag: u32, wc: Wc) {
+    fn done(&self, tag: u32, wc: Wc, ctx: &ProcessCtx) {
         // After a teardown took the resources, the flushed requests have nothing left to give
         // back: the resources go with the QP.
         let Some(q) = self.qpr() else { return };
@@ -1137,7 +1145,13 @@ impl WcHandler for Path {
             // already have delivered their retransmissions, and they would come again (an
             // original is not marked RETRANSMITTED, so the sequence check lets it through).
             // The peer resends them, unacknowledged, after the reset that comes with it.
-            TAG_RECV => q.recv_done(&self.conn, slot, wc, !self.dead.load(Ordering::Acquire)),
+            TAG_RECV => q.recv_done(
+                &self.conn,
+                slot,
+                wc,
+                !self.dead.load(Ordering::Acquire),
+                ctx,
+            ),
             TAG_ACK => {
                 q.qp.complete_ack();
                 q.ack_busy.store(false, Ordering::Release);
@@ -1154,12 +1168,11 @@ impl WcHandler for Path {
 }
 
 impl CmHandler for Listener {
-    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>) -> CmAction {
+    fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         if ev.kind != cm_event::CONNECT_REQUEST {
             return CmAction::Keep;
         }
-        let ctx = ProcessCtx::enter();
-        match self.accept(id, ev, &ctx) {
+        match self.accept(id, ev, ctx) {
             Ok(()) => CmAction::Keep,
             Err(reason) => {
                 id.reject(reason);
@@ -1208,14 +1221,13 @@ impl Listener {
             tos: p.tos,
         };
         let shared = &self.shared;
+        let ib: Arc<dyn Transport> = self.ib.clone();
         let conn = shared
             .conns
-            .get_passive(shared, key, &IB, ctx)
+            .get_passive(shared, key, &ib, ctx)
             .map_err(|_| REJ_INCOMPAT)?;
-        if conn.transport.kind() != RDS_TRANS_IB {
-            return Err(REJ_INCOMPAT);
-        }
-        let Some(ic) = conn.tconn.as_any().downcast_ref::<IbConn>() else {
+        // A connection of this key made by another transport is not ours to accept.
+        let Some(ic) = conn.tstate::<IbConn>() else {
             return Err(REJ_INCOMPAT);
         };
         pr_debug!("ib request for state {:?}\n", conn.state());
@@ -1417,7 +1429,7 @@ impl Qpr {
     ) -> Result<Arc<Self>> {
         let token = {
             // Counted under the device list's lock, which `remove` sets `removing` beside.
-            let _devs = path.conn.shared.ib.devs.lock();
+            let _devs = path.ic().ok_or(ENODEV)?.ib.devs.lock();
             if dev.removing.load(Ordering::Acquire) {
                 return Err(ENODEV);
             }
@@ -1836,7 +1848,7 @@ impl Qpr {
         }
     }
 
-    fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool) {
+    fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool, ctx: &ProcessCtx) {
         let buf = self.qp.complete_recv(slot);
         if wc.status != WC_SUCCESS {
             drop(buf);
@@ -1860,7 +1872,6 @@ impl Qpr {
             // iWARP: the initiator spoke; the responder may send now.
             conn.kick();
         }
-        let ctx = ProcessCtx::enter();
         let outcome = self.rx.lock().reasm.fragment(&hdr, wc.byte_len as usize);
         match outcome {
             Err(e) => {
@@ -1913,20 +1924,12 @@ impl Qpr {
                         let slot = conn
                             .shared
                             .rx_slots
-                            .take_or_alloc(&ctx, GFP_KERNEL_ACCOUNT)?;
+                            .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)?;
                         Ok((Payload::lent(f, len), slot))
                     });
                 match delivered {
                     Ok((payload, rx)) => {
-                        if recv::incoming(
-                            conn,
-                            &first,
-                            InData::Own(payload),
-                            rx,
-                            RxCtx::Process(&ctx),
-                        )
-                        .is_err()
-                        {
+                        if recv::incoming(conn, &first, payload, rx, RxCtx::Process(ctx)).is_err() {
                             stats::inc(Stat::RsIbBadFragment);
                             self.rx_failed(conn);
                             return;

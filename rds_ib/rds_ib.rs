@@ -8,4 +8,4 @@
 #[path = "ib.rs"]
 mod ib;
 
-pub(crate) use ib::{IbModule, IbState, IB, RDS_TRANS_IB};
+pub(crate) use ib::IbModule;

@@ -25,58 +25,44 @@ use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::testhooks;
 use crate::conn::{Conn, ConnKey};
-#[cfg(rds_test)]
-use crate::message::Payload;
-use crate::message::{InData, Message, RxSlot};
-use crate::proto::{Addr, ConnState, HEADER_LEN, RDS_RDMA_SUCCESS};
+use crate::message::{Message, Payload, RxSlot};
+use crate::proto::{Addr, ConnState, HEADER_LEN, RDS_RDMA_SUCCESS, RDS_TRANS_LOOP};
 use crate::recv::{self, RxCtx};
 use crate::send;
 use crate::transport::{
     ConnTransport, MrHandle, MrOps, RegRequest, Transport, XmitError, XmitProgress,
 };
-use core::any::Any;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{
     list::{impl_has_list_links, impl_list_arc_safe, impl_list_item, List, ListArc, ListLinks},
     prelude::*,
-    sync::Arc,
+    sync::{Arc, ArcBorrow},
 };
 
-/// The loopback transport.
-pub(crate) struct Loopback;
-
-/// The one instance of the loopback transport.
-pub(crate) static LOOPBACK: Loopback = Loopback;
-
-/// C's `RDS_TRANS_LOOP`, what `SO_RDS_TRANSPORT` reports for a loopback socket.
-pub(crate) const RDS_TRANS_LOOP: i32 = 3;
-
-/// The loopback transport's state: its model device and, in the softirq test mode, the
-/// frames on their way.
+/// The loopback transport, and what it keeps for all its connections: its model device and,
+/// in the softirq test mode, the frames on their way. One is made at module load and joins
+/// the core's transports ([`crate::transport::join`]).
 #[pin_data]
-pub(crate) struct LoopState {
+pub(crate) struct Loopback {
     /// The model RDMA device.
-    pub(crate) hca: Arc<Hca>,
+    hca: Arc<Hca>,
     /// Frames waiting for the tasklet (softirq test mode), in order.
     #[pin]
     wire: SpinLockBh<List<WireFrame>>,
 }
 
-impl LoopState {
-    /// The state at module load.
+impl Loopback {
+    /// The transport at module load.
     pub(crate) fn new() -> Result<Arc<Self>> {
         let hca = Arc::pin_init(Hca::new(), GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Self {
                 hca,
-                wire <- new_spinlock_bh!(List::new(), "LoopState::wire"),
+                wire <- new_spinlock_bh!(List::new(), "Loopback::wire"),
             }),
             GFP_KERNEL,
         )
     }
-
-    /// A namespace went away: its sockets, and so their registrations, are gone already.
-    pub(crate) fn net_exit(&self, _net: NetId) {}
 
     /// Delivers the frames queued for softirq delivery (the tasklet; softirq context).
     #[cfg(rds_test)]
@@ -89,12 +75,13 @@ impl LoopState {
             if f.conn.epoch() != f.epoch || f.conn.state() != ConnState::Up {
                 continue;
             }
-            if let Some(lc) = LoopConn::of(&f.conn) {
-                lc.release(&f.conn, f.frags);
-            }
+            let Some(lc) = f.conn.tstate::<LoopConn>() else {
+                continue;
+            };
+            lc.release(&f.conn, f.frags);
             let slot = f.slot.lock().take();
             if let Some(slot) = slot {
-                arrive(&f.conn, &f.hdr, &f.msg, slot, RxCtx::Atomic);
+                arrive(&f.conn, self, &f.hdr, &f.msg, slot, RxCtx::Atomic);
             }
             if !testhooks::loop_ack_hold() && f.conn.state() == ConnState::Up {
                 if let Some(ack) = f.conn.take_ack() {
@@ -126,7 +113,7 @@ impl LoopState {
             tos: *tos,
         };
         let conn = shared.conns.find(&key).ok_or(ENOENT)?;
-        let payload = InData::Own(Payload::from_bytes(payload, GFP_KERNEL)?);
+        let payload = Payload::from_bytes(payload, GFP_KERNEL)?;
         let slot = RxSlot::new(GFP_KERNEL)?;
         if recv::incoming(&conn, hdr, payload, slot, RxCtx::Process(ctx)).is_err() {
             conn.drop_connection();
@@ -180,13 +167,14 @@ fn rx_slot(conn: &Conn, ctx: &ProcessCtx) -> Result<RxSlot, XmitError> {
 /// would break the connection, which loopback does not).
 fn arrive(
     conn: &Arc<Conn>,
+    lo: &Loopback,
     hdr: &[u8; HEADER_LEN],
     msg: &Arc<Message>,
     slot: RxSlot,
     rx: RxCtx<'_>,
 ) {
     if let Some(op) = &msg.op {
-        let status = conn.shared.lo.hca.execute(conn.key.net, conn.key.faddr, op);
+        let status = lo.hca.execute(conn.key.net, conn.key.faddr, op);
         send::op_complete(msg, status);
         let silent = op.silent && msg.len == 0 && msg.rdma_cookie == 0;
         if status != RDS_RDMA_SUCCESS || silent {
@@ -197,14 +185,14 @@ fn arrive(
     // The receiver shares the message; one with an operation is copied instead, so that a
     // receiver that does not read cannot keep the operation's pinned pages.
     let data = if msg.op.is_none() {
-        InData::Msg(msg.clone())
+        Payload::shared(msg.clone())
     } else {
         let flags = match rx {
             RxCtx::Process(_) => GFP_KERNEL_ACCOUNT,
             RxCtx::Atomic => GFP_ATOMIC,
         };
         match msg.data.copy(flags) {
-            Ok(p) => InData::Own(p),
+            Ok(p) => p,
             Err(_) => {
                 // As a device out of receive buffers would: the frame is lost, and the
                 // connection with it (its messages are resent or reported dropped).
@@ -232,9 +220,14 @@ impl Transport for Loopback {
         addr.is_loopback()
     }
 
-    fn conn_alloc(&self, _key: &ConnKey, _ctx: &ProcessCtx) -> Result<Arc<dyn ConnTransport>> {
+    fn conn_alloc(
+        self: ArcBorrow<'_, Self>,
+        _key: &ConnKey,
+        _ctx: &ProcessCtx,
+    ) -> Result<Arc<dyn ConnTransport>> {
         let c: Arc<dyn ConnTransport> = Arc::new(
             LoopConn {
+                lo: self.into(),
                 countdown: AtomicU32::new(0),
                 inflight: AtomicU32::new(0),
                 waiting: AtomicBool::new(false),
@@ -252,13 +245,15 @@ impl Transport for Loopback {
         true
     }
 
-    fn mr_ops(&self) -> Option<&'static dyn MrOps> {
-        Some(&LOOPBACK)
+    fn mr_ops(&self) -> Option<&dyn MrOps> {
+        Some(self)
     }
 }
 
 /// Loopback's state of one connection.
 struct LoopConn {
+    /// The transport.
+    lo: Arc<Loopback>,
     /// Frames until the next forced reset (the `loop_reset_every` test mode); 0 when none is
     /// scheduled.
     countdown: AtomicU32,
@@ -297,12 +292,6 @@ enum Fault {
 }
 
 impl LoopConn {
-    /// The loopback state of `conn`, if it is a loopback connection.
-    #[cfg(rds_test)]
-    fn of(conn: &Conn) -> Option<&LoopConn> {
-        conn.tconn.as_any().downcast_ref::<LoopConn>()
-    }
-
     /// Takes up to `want` ring slots; returns how many it got (all of them when the ring is
     /// unlimited).
     fn reserve(&self, want: u32) -> u32 {
@@ -393,12 +382,19 @@ impl ConnTransport for LoopConn {
         self.waiting.store(false, Ordering::Release);
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn xmit_ready(&self) -> bool {
         !testhooks::loop_hold()
+    }
+
+    /// Outside the test build's fault modes: frames delivered from a tasklet (with a model
+    /// ring), resets, held acknowledgements. Then nothing can be lost or reordered and the
+    /// core delivers plain messages itself; in those modes every message goes the way a
+    /// network transport's do (header, retransmit list, acknowledgement), which they exist to
+    /// exercise.
+    fn lossless(&self) -> bool {
+        !testhooks::loop_softirq()
+            && testhooks::loop_reset_every() == 0
+            && !testhooks::loop_ack_hold()
     }
 
     fn xmit(
@@ -454,7 +450,7 @@ impl ConnTransport for LoopConn {
                 GFP_KERNEL_ACCOUNT,
             )
             .map_err(|_| XmitError::NoMem)?;
-            conn.shared.lo.wire.lock().push_back(frame);
+            self.lo.wire.lock().push_back(frame);
             testhooks::tasklet_schedule();
             if !last {
                 return Err(XmitError::Full);
@@ -462,7 +458,7 @@ impl ConnTransport for LoopConn {
         } else {
             let hdr = msg.header(frame_ack(conn)).encode();
             let slot = rx_slot(conn, ctx)?;
-            arrive(conn, &hdr, msg, slot, RxCtx::Process(ctx));
+            arrive(conn, &self.lo, &hdr, msg, slot, RxCtx::Process(ctx));
         }
         progress.op_sent = true;
         if fault == Some(Fault::AfterArrival) {
@@ -485,13 +481,8 @@ impl ConnTransport for LoopConn {
 
 /// Registrations are the model device's.
 impl MrOps for Loopback {
-    fn register(
-        &self,
-        shared: &crate::socket::Shared,
-        req: RegRequest,
-        ctx: &ProcessCtx,
-    ) -> Result<Arc<dyn MrHandle>> {
-        shared.lo.hca.register(req, ctx)
+    fn register(&self, req: RegRequest, ctx: &ProcessCtx) -> Result<Arc<dyn MrHandle>> {
+        self.hca.register(req, ctx)
     }
 
     fn flush(&self, _ctx: &ProcessCtx) {}

@@ -8,4 +8,4 @@ mod hca;
 #[path = "loopback.rs"]
 mod loopback;
 
-pub(crate) use loopback::{LoopState, LOOPBACK};
+pub(crate) use loopback::Loopback;

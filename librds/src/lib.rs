@@ -47,31 +47,15 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// `AF_RDS` / `PF_RDS`.
-pub const AF_RDS: i32 = 21;
+pub const AF_RDS: i32 = rds_proto::AF_RDS as i32;
 
 pub use rds_proto::{
-    RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE, RDS_CMSG_MASKED_ATOMIC_CSWP,
-    RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP,
-    RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION,
-    RDS_CMSG_ZCOPY_COOKIE, SOL_RDS,
+    RDS_CANCEL_SENT_TO, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD, RDS_CMSG_CONG_UPDATE,
+    RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS,
+    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_MAP, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY,
+    RDS_CMSG_ZCOPY_COMPLETION, RDS_CMSG_ZCOPY_COOKIE, RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR,
+    RDS_GET_MR_FOR_DEST, RDS_RECVERR, SOL_RDS, SO_RDS_MSG_RXPATH_LATENCY, SO_RDS_TRANSPORT,
 };
-
-/// `RDS_CANCEL_SENT_TO`: drop queued messages to a destination.
-pub const RDS_CANCEL_SENT_TO: i32 = 1;
-/// `RDS_GET_MR`.
-pub const RDS_GET_MR: i32 = 2;
-/// `RDS_FREE_MR`.
-pub const RDS_FREE_MR: i32 = 3;
-/// `RDS_RECVERR`.
-pub const RDS_RECVERR: i32 = 5;
-/// `RDS_CONG_MONITOR`.
-pub const RDS_CONG_MONITOR: i32 = 6;
-/// `RDS_GET_MR_FOR_DEST`.
-pub const RDS_GET_MR_FOR_DEST: i32 = 7;
-/// `SO_RDS_TRANSPORT`: pins the socket to one transport before it is bound.
-pub const SO_RDS_TRANSPORT: i32 = 8;
-/// `SO_RDS_MSG_RXPATH_LATENCY`.
-pub const SO_RDS_MSG_RXPATH_LATENCY: i32 = 10;
 
 /// `sizeof(struct rds_rdma_args)`.
 pub const RDS_RDMA_ARGS_SIZE: usize = rds_proto::RDMA_ARGS_LEN;
@@ -81,12 +65,12 @@ pub const RDS_ATOMIC_ARGS_SIZE: usize = rds_proto::ATOMIC_ARGS_LEN;
 pub const RDS_GET_MR_ARGS_SIZE: usize = rds_proto::GET_MR_ARGS_LEN;
 /// `RDS_MSG_RX_DGRAM_TRACE_MAX`: trace points of `SO_RDS_MSG_RXPATH_LATENCY` (so
 /// `struct rds_rx_trace_so` is 4 bytes and `struct rds_cmsg_rx_trace` 32).
-pub const RDS_MSG_RX_DGRAM_TRACE_MAX: usize = 3;
+pub const RDS_MSG_RX_DGRAM_TRACE_MAX: usize = rds_proto::RX_TRACE_MAX as usize;
 
 /// `SIOCRDSSETTOS`.
-pub const SIOCRDSSETTOS: libc::c_ulong = 0x89e0;
+pub const SIOCRDSSETTOS: libc::c_ulong = rds_proto::SIOCRDSSETTOS as libc::c_ulong;
 /// `SIOCRDSGETTOS`.
-pub const SIOCRDSGETTOS: libc::c_ulong = 0x89e1;
+pub const SIOCRDSGETTOS: libc::c_ulong = rds_proto::SIOCRDSGETTOS as libc::c_ulong;
 
 /// Largest RDS payload (`RDS_MAX_MSG_SIZE`, 1 MiB).
 pub const RDS_MAX_MSG_SIZE: usize = rds_proto::MAX_MSG_SIZE as usize;
@@ -95,9 +79,9 @@ pub const RDS_MAX_MSG_SIZE: usize = rds_proto::MAX_MSG_SIZE as usize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
     /// InfiniBand and iWARP (`RDS_TRANS_IB`).
-    Ib = 0,
+    Ib = rds_proto::RDS_TRANS_IB as isize,
     /// TCP (`RDS_TRANS_TCP`).
-    Tcp = 2,
+    Tcp = rds_proto::RDS_TRANS_TCP as isize,
 }
 
 /// Converts a libc return value into an `io::Result`, taking `errno` on `-1`.

@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 23;
+pub const STAT_COUNT: usize = 36 + 39 + 27;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1120,6 +1120,15 @@ stats! {
     /// rds-rs: QPs moved to the error state because a fence did not complete in time (a READ
     /// response stuck behind a peer that does not take its data); their connections reset.
     RsIbMrFenceStalled => "rs_ib_mr_fence_stalled",
+    /// rds-rs: messages a socket sent in new memory (its pool of spares was empty).
+    RsMsgAlloc => "rs_msg_alloc",
+    /// rds-rs: messages a socket sent in a spare of its pool (memory of an earlier message,
+    /// given back when its receiver was done with it).
+    RsMsgRecycled => "rs_msg_recycled",
+    /// rds-rs: payloads (over 64 bytes) copied into new memory.
+    RsPayloadAlloc => "rs_payload_alloc",
+    /// rds-rs: payloads copied into the buffer of a spare message.
+    RsPayloadRecycled => "rs_payload_recycled",
 }
 
 impl Stat {

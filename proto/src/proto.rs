@@ -19,6 +19,8 @@
 
 // Explicit paths: relative to this file's own directory in every build, no
 // matter which file includes this one or how.
+#[path = "abi.rs"]
+mod abi;
 #[path = "addr.rs"]
 mod addr;
 #[path = "barrier.rs"]
@@ -50,6 +52,12 @@ mod rdma;
 #[path = "seq.rs"]
 mod seq;
 
+pub use abi::{
+    AF_RDS, RDS_CANCEL_SENT_TO, RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST,
+    RDS_RECVERR, RDS_TRANS_COUNT, RDS_TRANS_GAP, RDS_TRANS_IB, RDS_TRANS_LOOP, RDS_TRANS_NONE,
+    RDS_TRANS_TCP, RX_TRACE_MAX, RX_TRACE_SO_LEN, SIOCRDSGETTOS, SIOCRDSSETTOS,
+    SO_RDS_MSG_RXPATH_LATENCY, SO_RDS_TRANSPORT, SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
+};
 pub use addr::{
     check_bind_scope, check_send_dest, encode_sockaddr, encode_unbound_local, parse_bind,
     parse_connect, parse_send_dest, Addr, AddrError, SockAddr, AF_INET, AF_INET6, AF_UNSPEC,
