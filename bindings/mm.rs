@@ -11,7 +11,10 @@
 //! through temporary kernel mappings. Long-lived pins are charged to the owner's
 //! `RLIMIT_MEMLOCK` of the socket's creator ([`MemlockUser`], [`PinCharge`]).
 
-use super::{raw, sync::ProcessDrop};
+use super::{
+    raw,
+    sync::{DropInProcess, ProcessCtx, ProcessDrop},
+};
 use core::{
     ptr::{self, NonNull},
     sync::atomic::{AtomicBool, Ordering},
@@ -225,6 +228,8 @@ unsafe impl Send for MmGrab {}
 // SAFETY: Shared access only reads the pointer.
 unsafe impl Sync for MmGrab {}
 
+impl DropInProcess for MmGrab {}
+
 impl Drop for MmGrab {
     fn drop(&mut self) {
         // SAFETY: The reference is owned (type invariant) and dropped exactly once, here.
@@ -239,7 +244,7 @@ unsafe impl Sync for MemlockUser {}
 
 impl MemlockUser {
     /// The calling task's user and mm (the socket's creator).
-    pub(crate) fn current() -> Result<Self> {
+    pub(crate) fn current(ctx: &ProcessCtx) -> Result<Self> {
         // SAFETY: The helper returns the caller's user with a new reference.
         let user = NonNull::new(unsafe { raw::rds_rs_current_user() }).ok_or(EINVAL)?;
         let mut this = Self { user, mm: None };
@@ -247,7 +252,7 @@ impl MemlockUser {
         if let Some(mm) = NonNull::new(unsafe { raw::rds_rs_mm_get() }) {
             // INVARIANT: the reference taken just above. Without memory for the node, the
             // reference is dropped here (process context) and so is `this`'s user.
-            this.mm = Some(ProcessDrop::new(MmGrab(mm), GFP_KERNEL_ACCOUNT)?);
+            this.mm = Some(ProcessDrop::new(MmGrab(mm), GFP_KERNEL_ACCOUNT, ctx)?);
         }
         Ok(this)
     }

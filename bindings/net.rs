@@ -203,6 +203,7 @@ pub(crate) trait Family: Sized + 'static {
         sock_type: i32,
         protocol: i32,
         kern: bool,
+        ctx: &ProcessCtx,
     ) -> Result<Pin<KBox<Self::Socket>>>;
 
     /// Called once the socket is complete (its state is reachable through [`Sock::state`]),
@@ -1107,7 +1108,16 @@ unsafe extern "C" fn create_callback<F: Family>(
         let shared = unsafe {
             <Arc<F::Shared> as ForeignOwnable>::borrow(F::tables().shared.load(Ordering::Acquire))
         };
-        let state = F::create(shared, NetId::from_raw(net), sock_type, protocol, kern != 0)?;
+        // `socket(2)` (or a kernel caller's sock_create) runs in process context.
+        let ctx = ProcessCtx::enter();
+        let state = F::create(
+            shared,
+            NetId::from_raw(net),
+            sock_type,
+            protocol,
+            kern != 0,
+            &ctx,
+        )?;
         let sk_protocol = u16::try_from(protocol).map_err(|_| EINVAL)?;
         let tables = F::tables();
         // SAFETY: `net` is valid per the safety requirements, and `tables.proto` is registered

@@ -150,9 +150,9 @@ pub(crate) struct RdmaOwner {
 
 impl RdmaOwner {
     /// The state of a new socket (its creator is the calling task).
-    pub(crate) fn new() -> Result<Self> {
+    pub(crate) fn new(ctx: &ProcessCtx) -> Result<Self> {
         Ok(Self {
-            user: Arc::new(MemlockUser::current()?, GFP_KERNEL_ACCOUNT)?,
+            user: Arc::new(MemlockUser::current(ctx)?, GFP_KERNEL_ACCOUNT)?,
             guess: GuessLimiter::new()?,
             notifiers: Arc::new(AtomicU32::new(0), GFP_KERNEL_ACCOUNT)?,
         })

@@ -295,13 +295,14 @@ impl Family for Rds {
         sock_type: i32,
         protocol: i32,
         _kern: bool,
+        ctx: &ProcessCtx,
     ) -> Result<Pin<KBox<RdsSocket>>> {
         if sock_type != SOCK_SEQPACKET || protocol != 0 {
             return Err(esocktnosupport());
         }
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         let netcong = shared.cong.net(net)?;
-        let rdma = RdmaOwner::new()?;
+        let rdma = RdmaOwner::new(ctx)?;
         let pool = MsgPool::new()?;
         KBox::pin_init(
             pin_init!(RdsSocket {
