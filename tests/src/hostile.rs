@@ -28,6 +28,8 @@
 //! 7. `netns_cong_*`: congestion events and monitors stay in their network namespace.
 //! 8. `tstamp_flag_race`: `SO_TIMESTAMP` set at `SOL_RDS` changes `sk_flags` under the socket
 //!    lock, so it loses no concurrent update of another flag (a probabilistic check).
+//! 9. `exit_bound_*`: sockets left open by exiting children end cleanly (their creator's mm
+//!    is let go in process context) and free their ports.
 //!
 //! The `loop_hold` hook is reset by its guard ([`Hold`]), also on failure; the cgroups are
 //! removed by theirs; rlimits and user ids change only in forked children.
@@ -86,6 +88,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     part(r, "netns_cong", cong_per_netns);
     part(r, "tstamp", tstamp_flag_race);
     part(r, "memcg", memcg);
+    part(r, "exit_bound", exit_bound);
     Ok(())
 }
 
@@ -1533,4 +1536,47 @@ fn memcg_child(a: &Path, b: &Path) -> Result<String, String> {
         ev("max "),
         ev("oom_kill "),
     ))
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. Sockets left open at exit.
+
+/// Children that bind sockets and exit without closing them: their files are closed after
+/// the task let go of its mm, so the end of such a socket (whose last reference may go in a
+/// softirq: a message's, or an RCU callback's with a lockless bind table) may drop the last
+/// reference to its creator's mm, which must be let go in process context (the harness fails
+/// the run on the kernel log lockdep would leave otherwise). The ports are free afterwards.
+fn exit_bound(r: &mut Report) -> Result<(), String> {
+    const CHILDREN: u16 = 8;
+    const PER: u16 = 4;
+    const BASE: u16 = 5300;
+    let mut outs = Vec::new();
+    for c in 0..CHILDREN {
+        let out = in_child(Duration::from_secs(20), move || {
+            for k in 0..PER {
+                match bound(v4(LO, BASE + c * PER + k)) {
+                    // Left open: `_exit` closes it.
+                    Ok(s) => std::mem::forget(s),
+                    Err(e) => return format!("error={}", e.replace([' ', ':'], "_")),
+                }
+            }
+            "ok".into()
+        })?;
+        outs.push(out);
+    }
+    r.expect(
+        "exit_bound_children",
+        &outs.join(","),
+        &vec!["ok"; CHILDREN as usize].join(","),
+    );
+    // Their ports are free again: each can be bound by this process.
+    let rebound = (0..CHILDREN * PER)
+        .filter(|i| bound(v4(LO, BASE + i)).is_ok())
+        .count();
+    r.expect(
+        "exit_bound_ports_free",
+        &format!("{rebound} of {}", CHILDREN * PER),
+        &format!("{0} of {0}", CHILDREN * PER),
+    );
+    Ok(())
 }
