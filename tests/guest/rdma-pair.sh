@@ -95,6 +95,9 @@ if [ $loaded_ok -eq 0 ]; then
     [ -n "${2:-}" ] && tag="${tag}_tos$2"
     run_prog harness.tap "ib_pair_client_$tag" "$TESTS" ib-client "$me" "$peer" 4000 4 "$tag" \
       ${2:-} >> "$OUT/$f"
+    # What each round left: resets, old sequence numbers dropped, and the connections'
+    # sequence numbers (to tell, when a round fails, which side resent or accepted what).
+    "$(dirname "$TESTS")/rds-info" -c -6 -C > "$OUT/info-after-$tag.txt" 2>&1
   }
   if meet 0; then
     [ $impl = rs ] && client v4
@@ -122,6 +125,7 @@ if [ $loaded_ok -eq 0 ]; then
   out=$("$bin/rds-ping" -c 3 -i 3 -I "$ME" "$PEER" 2>&1); n=$(grep -c ' usec$' <<< "$out")
   if [ "$n" -eq 3 ]; then tap $f ok "ib_pair_${impl}_rds_ping" "3 replies"
   else tap $f not "ib_pair_${impl}_rds_ping" "$n replies" "$out"; fi
+  "$bin/rds-info" -c -6 -C > "$OUT/info-end.txt" 2>&1
   out=$("$bin/rds-info" -I 2>&1)
   if grep -Eq "^ *$ME +$PEER +0 " <<< "$out"; then
     tap $f ok "ib_pair_${impl}_rds_info_I" "$ME -> $PEER listed"
