@@ -519,3 +519,87 @@ pub(crate) fn source(args: &[&str]) -> Result<(), String> {
     println!("# sent {count} in {sent:?} ({waits} sends waited past the send timeout)");
     Ok(())
 }
+
+/// `rds-tests ib-reap SADDR RADDR`: a reaped connection leaves its sequence numbers for the
+/// next one to the same peer (rds_rs at both ends, one module: the test build's
+/// `conn_idle_ms`). Three messages from SADDR to RADDR are delivered and not acknowledged (no
+/// ack was asked for and nothing goes back), so the sending end keeps them for retransmission
+/// and its connection stays; the receiving end's connection, idle, is reaped. Its teardown
+/// resets the sender's, which reconnects and sends the three again, marked `RETRANSMITTED`:
+/// the new receiving connection must know them as old (`recv_drop_old_seq` up by at least
+/// three: anything else unacknowledged, the first message too, comes again) and deliver
+/// nothing (C keeps its connections, so a C peer retransmits the same way to a
+/// connection rds_rs reaped).
+pub(crate) fn reap(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [sa, ra] = args else {
+        return Err("usage: rds-tests ib-reap SADDR RADDR".into());
+    };
+    let sa: IpAddr = parse(sa, "address")?;
+    let ra: IpAddr = parse(ra, "address")?;
+    let tx = ib_socket(SocketAddr::new(sa, 4310))?;
+    let rx = ib_socket(SocketAddr::new(ra, 4311))?;
+    let to = SocketAddr::new(ra, 4311);
+    let counter = |name: &str| -> Result<u64, String> {
+        rx.counter(name)
+            .map_err(|e| format!("RDS_INFO_COUNTERS: {e}"))?
+            .ok_or_else(|| format!("no counter {name}"))
+    };
+    let mut buf = vec![0u8; 4096];
+    // The connection is up, and what went before is settled (a first message asks for an
+    // ack: ACK_REQUIRED is set on a connection's first message after it comes up).
+    tx.send_to(b"hello", to).map_err(|e| format!("send: {e}"))?;
+    recv_wait(&rx, &mut buf, Duration::from_secs(60)).map_err(|e| format!("hello: {e}"))?;
+    std::thread::sleep(Duration::from_secs(1));
+    let (old0, reaped0, restored0) = (
+        counter("recv_drop_old_seq")?,
+        counter("rs_conn_reaped")?,
+        counter("rs_conn_seq_restored")?,
+    );
+    for i in 0..3u8 {
+        tx.send_to(&[b'm', b'0' + i], to)
+            .map_err(|e| format!("send: {e}"))?;
+    }
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let (p, _) = recv_wait(&rx, &mut buf, Duration::from_secs(60))?;
+        got.push(String::from_utf8_lossy(&p).into_owned());
+    }
+    r.expect("reap_delivered", &got.join(","), "m0,m1,m2");
+    // The receiving end's connection goes idle and is reaped (the reaper runs every few
+    // seconds); the sender's, holding the three unacknowledged, stays.
+    let idle = crate::faults::IdleMs::set(500)?;
+    let t0 = Instant::now();
+    while counter("rs_conn_reaped")? == reaped0 && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let reaped = counter("rs_conn_reaped")? > reaped0;
+    // The sender reconnects and retransmits; the new receiving connection drops the three.
+    let t1 = Instant::now();
+    let mut again = Vec::new();
+    while t1.elapsed() < Duration::from_secs(30) {
+        if let Ok((p, _)) = recv_wait(&rx, &mut buf, Duration::from_millis(500)) {
+            again.push(String::from_utf8_lossy(&p).into_owned());
+        }
+        if counter("recv_drop_old_seq")? >= old0 + 3 && t1.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+    }
+    drop(idle);
+    r.expect(
+        "reap_retransmissions_dropped",
+        &format!(
+            "reaped={reaped} delivered_again=[{}] old_seq_dropped_at_least_3={} restored={}",
+            again.join(","),
+            counter("recv_drop_old_seq")? >= old0 + 3,
+            counter("rs_conn_seq_restored")? > restored0
+        ),
+        "reaped=true delivered_again=[] old_seq_dropped_at_least_3=true restored=true",
+    );
+    // The connection works afterwards.
+    tx.send_to(b"after", to).map_err(|e| format!("send: {e}"))?;
+    let after = recv_wait(&rx, &mut buf, Duration::from_secs(60))
+        .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
+        .unwrap_or_else(|e| e);
+    r.expect("reap_after", &after, "after");
+    Ok(())
+}
