@@ -539,11 +539,7 @@ pub(crate) fn reap(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let tx = ib_socket(SocketAddr::new(sa, 4310))?;
     let rx = ib_socket(SocketAddr::new(ra, 4311))?;
     let to = SocketAddr::new(ra, 4311);
-    let counter = |name: &str| -> Result<u64, String> {
-        rx.counter(name)
-            .map_err(|e| format!("RDS_INFO_COUNTERS: {e}"))?
-            .ok_or_else(|| format!("no counter {name}"))
-    };
+    let counter = |name: &str| crate::ib_mr::counter(&rx, name);
     let mut buf = vec![0u8; 4096];
     // The connection is up, and what went before is settled (a first message asks for an
     // ack: ACK_REQUIRED is set on a connection's first message after it comes up).

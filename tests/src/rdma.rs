@@ -12,7 +12,7 @@
 //! Ports 4600-4669 on 127.0.0.1, 127.0.0.2 and ::1. Observations are errno names, notification
 //! statuses and tokens, values and `ok`/`bad` verdicts of content checks.
 
-use crate::util::{bound, err_name, pattern, res_obs, v4, v6_lo, wait_msg, ARRIVAL};
+use crate::util::{bound, err_name, pattern, res_obs, v4, v6_lo, wait_msg, Counters, ARRIVAL};
 use crate::Report;
 use librds::rdma::{
     status_name, RDS_RDMA_INVALIDATE, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SILENT,
@@ -2699,7 +2699,7 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
     let mut span = Duration::ZERO;
     let (mut timed, mut remade) = (0, 0);
     while timed < 3 {
-        let before = counter_snapshot(&e.c);
+        let before = Counters::take(&e.c)?;
         let cmem = RdmaMem::new(LEN).map_err(|e| format!("mmap: {e}"))?;
         cmem.fill(0x11);
         let cookie =
@@ -2718,20 +2718,20 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
             let _ = got(&e.c);
         }
         let _ = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
-        let changed = counters_changed(&before, &counter_snapshot(&e.c));
+        let after = Counters::take(&e.c)?;
         if v.len() == READS && delivered == READS {
             span = span.max(took);
             timed += 1;
             continue;
         }
-        let reset = changed.iter().any(|(name, _)| name == "conn_reset");
+        let reset = after.delta(&before, "conn_reset").is_some_and(|d| d > 0);
         let only_dropped = v.iter().all(|n| {
             n.status == librds::rdma::RDS_RDMA_SUCCESS || n.status == librds::rdma::RDS_RDMA_DROPPED
         });
         let what = format!(
             "{} (counters that changed: {})",
             notes_obs(&v),
-            changes_obs(&changed)
+            after.changes_obs(&before)
         );
         if v.len() == READS && only_dropped && reset && remade < 3 {
             println!("# timing round made again, the connection reset: {what}");
@@ -2927,37 +2927,4 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
     );
     let _ = e.c.free_mr(cookie, RDS_RDMA_INVALIDATE);
     Ok(())
-}
-
-/// Every counter of `RDS_INFO_COUNTERS` now, by name (empty if they cannot be read).
-fn counter_snapshot(s: &RdsSocket) -> Vec<(String, u64)> {
-    s.counters()
-        .map(|v| v.into_iter().map(|c| (c.name, c.value)).collect())
-        .unwrap_or_default()
-}
-
-/// The counters of `after` that differ from `before`, with how much they grew.
-fn counters_changed(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, i128)> {
-    after
-        .iter()
-        .filter_map(|(name, v)| {
-            let old = before
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |(_, o)| *o);
-            (*v != old).then(|| (name.clone(), *v as i128 - old as i128))
-        })
-        .collect()
-}
-
-/// `name+delta` for each changed counter, comma-separated (`none` if none changed).
-fn changes_obs(changed: &[(String, i128)]) -> String {
-    if changed.is_empty() {
-        return "none".into();
-    }
-    changed
-        .iter()
-        .map(|(n, d)| format!("{n}{d:+}"))
-        .collect::<Vec<_>>()
-        .join(",")
 }
