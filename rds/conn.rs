@@ -1180,16 +1180,8 @@ impl ConnTable {
     }
 
     /// Removes and destroys the first connection for which `pick` holds; false when none.
-    fn destroy_one(&self, ctx: &ProcessCtx, mut pick: impl FnMut(&Conn) -> bool) -> bool {
-        let conn = {
-            let mut conns = self.conns.lock();
-            let key = conns.iter().find(|(_, c)| pick(c)).map(|(k, _)| *k);
-            match key {
-                Some(k) => conns.remove(&k),
-                None => None,
-            }
-        };
-        match conn {
+    fn destroy_one(&self, ctx: &ProcessCtx, pick: impl FnMut(&Conn) -> bool) -> bool {
+        match self.take_one(pick) {
             Some(c) => {
                 c.destroy(ctx);
                 true
