@@ -1018,6 +1018,13 @@ impl Conn {
         }
     }
 
+    /// Whether the reaper may take the connection when it is idle (see [`ConnTable::reap`]).
+    fn reapable(&self) -> bool {
+        self.transport.loops_back()
+            || !self.was_up.load(Ordering::Acquire)
+            || self.state() == ConnState::Down
+    }
+
     /// Whether the connection is idle since `before` (jiffies): nothing queued, nothing
     /// unacknowledged, nothing in transmission, not used since.
     fn idle_since(&self, before: u64) -> bool {
@@ -1243,6 +1250,12 @@ impl ConnTable {
 
     /// Reaps the connections idle since `before` (jiffies); returns how many went.
     ///
+    /// Over a network only connections that are down go, or that never came up (a sender
+    /// to many addresses that answer nothing holds no memory for long): a connection that
+    /// is up stays while its peer does, as in C, because the peer may be reading or writing
+    /// memory registered at this end over it (RDMA the device serves) with no message on it
+    /// for any length of time. Loopback connections go when idle.
+    ///
     /// A reaped connection over a network that was up and carried messages leaves its
     /// sequence numbers behind, for the next connection to the same peer: the peer (C keeps
     /// its connections for ever) goes on numbering where it was, and after its reconnect
@@ -1252,7 +1265,7 @@ impl ConnTable {
     /// Loopback has no peer to remember it.
     pub(crate) fn reap(&self, before: u64, ctx: &ProcessCtx) -> usize {
         let mut n = 0;
-        while let Some(c) = self.take_one(|c| c.idle_since(before)) {
+        while let Some(c) = self.take_one(|c| c.reapable() && c.idle_since(before)) {
             c.destroy(ctx);
             stats::inc(Stat::RsConnReaped);
             self.keep_seqs(&c);
