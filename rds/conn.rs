@@ -215,6 +215,9 @@ pub(crate) struct Conn {
     epoch: AtomicU64,
     /// When (jiffies) the connection last started connecting (see [`ConnTable::stuck`]).
     connect_started: AtomicU64,
+    /// Whether the connection was ever up: a peer may then hold sequence numbers of its
+    /// (see [`ConnTable::reap`]).
+    was_up: AtomicBool,
     /// Serialises shutdowns (the work and `destroy`).
     #[pin]
     down_lock: Mutex<()>,
@@ -310,6 +313,7 @@ impl Conn {
                 backoff: AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
                 connect_started: AtomicU64::new(0),
+                was_up: AtomicBool::new(false),
                 down_lock <- new_mutex!((), "Conn::down_lock"),
                 send_work <- new_process_work!("Conn::send_work"),
                 down_work <- new_process_work!("Conn::down_work"),
@@ -446,6 +450,7 @@ impl Conn {
             self.drop_connection();
             return;
         }
+        self.was_up.store(true, Ordering::Release);
         {
             let mut inner = self.inner.lock();
             inner.backoff.reset();
@@ -1086,6 +1091,13 @@ impl Conn {
         }
     }
 
+    /// Whether the reaper may take the connection when it is idle (see [`ConnTable::reap`]).
+    fn reapable(&self) -> bool {
+        self.transport.loops_back()
+            || !self.was_up.load(Ordering::Acquire)
+            || self.state() == ConnState::Down
+    }
+
     /// Whether the connection is idle since `before` (jiffies): nothing queued, nothing
     /// unacknowledged, nothing in transmission, not used since.
     fn idle_since(&self, before: u64) -> bool {
@@ -1116,6 +1128,20 @@ fn settle_acked(mut acked: List<Message>) {
 pub(crate) struct ConnTable {
     #[pin]
     conns: Mutex<RBTree<ConnKey, Arc<Conn>>>,
+    /// The sequence numbers reaped network connections left (see [`ConnTable::reap`]), at
+    /// most [`SEQS_KEPT_MAX`]. Lock order: taken under `conns` or alone; a leaf.
+    #[pin]
+    seqs: Mutex<KeptSeqs>,
+}
+
+/// How many reaped connections' sequence numbers are kept (about 100 bytes each).
+const SEQS_KEPT_MAX: usize = 4096;
+
+/// The sequence numbers of reaped network connections, by key: `(next to send, next
+/// expected)`.
+struct KeptSeqs {
+    map: RBTree<ConnKey, (u64, u64)>,
+    len: usize,
 }
 
 impl ConnTable {
@@ -1123,6 +1149,7 @@ impl ConnTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             conns <- new_mutex!(RBTree::new(), "ConnTable::conns"),
+            seqs <- new_mutex!(KeptSeqs { map: RBTree::new(), len: 0 }, "ConnTable::seqs"),
         })
     }
 
@@ -1159,6 +1186,22 @@ impl ConnTable {
             let mut conns = self.conns.lock();
             if let Some(c) = conns.get(&key) {
                 return Ok(c.clone());
+            }
+            // A connection to the same peer that was reaped left its sequence numbers: the
+            // peer goes on from them (and retransmits what it sent before with them).
+            let kept = {
+                let mut seqs = self.seqs.lock();
+                let kept = seqs.map.remove(&key);
+                if kept.is_some() {
+                    seqs.len -= 1;
+                }
+                kept
+            };
+            if let Some((tx, rx)) = kept {
+                let mut inner = conn.inner.lock();
+                inner.tx.next = tx;
+                inner.rx.next = rx;
+                stats::inc(Stat::RsConnSeqRestored);
             }
             conns.insert(node.into_node(key, conn.clone()));
         }
@@ -1217,16 +1260,8 @@ impl ConnTable {
     }
 
     /// Removes and destroys the first connection for which `pick` holds; false when none.
-    fn destroy_one(&self, ctx: &ProcessCtx, mut pick: impl FnMut(&Conn) -> bool) -> bool {
-        let conn = {
-            let mut conns = self.conns.lock();
-            let key = conns.iter().find(|(_, c)| pick(c)).map(|(k, _)| *k);
-            match key {
-                Some(k) => conns.remove(&k),
-                None => None,
-            }
-        };
-        match conn {
+    fn destroy_one(&self, ctx: &ProcessCtx, pick: impl FnMut(&Conn) -> bool) -> bool {
+        match self.take_one(pick) {
             Some(c) => {
                 c.destroy(ctx);
                 true
@@ -1244,6 +1279,7 @@ impl ConnTable {
     /// Destroys every connection of a namespace that went away.
     pub(crate) fn net_exit(&self, net: NetId, ctx: &ProcessCtx) {
         while self.destroy_one(ctx, |c| c.key.net == net) {}
+        self.forget_seqs(net);
     }
 
     /// Drops every connection (the `reset` test hook): each is shut down and reconnects.
@@ -1286,12 +1322,81 @@ impl ConnTable {
     }
 
     /// Reaps the connections idle since `before` (jiffies); returns how many went.
+    ///
+    /// Over a network only connections that are down go, or that never came up (a sender
+    /// to many addresses that answer nothing holds no memory for long): a connection that
+    /// is up stays while its peer does, as in C, because the peer may be reading or writing
+    /// memory registered at this end over it (RDMA the device serves) with no message on it
+    /// for any length of time. Loopback connections go when idle.
+    ///
+    /// A reaped connection over a network that was up and carried messages leaves its
+    /// sequence numbers behind, for the next connection to the same peer: the peer (C keeps
+    /// its connections for ever) goes on numbering where it was, and after its reconnect
+    /// retransmits, marked `RETRANSMITTED`, what it sent and saw no ack for. A fresh
+    /// connection would take those again, delivering messages twice; one that numbered its
+    /// own messages from 1 again would have its retransmissions dropped by the peer as old.
+    /// Loopback has no peer to remember it.
     pub(crate) fn reap(&self, before: u64, ctx: &ProcessCtx) -> usize {
         let mut n = 0;
-        while self.destroy_one(ctx, |c| c.idle_since(before)) {
+        while let Some(c) = self.take_one(|c| c.reapable() && c.idle_since(before)) {
+            c.destroy(ctx);
             stats::inc(Stat::RsConnReaped);
+            self.keep_seqs(&c);
             n += 1;
         }
         n
+    }
+
+    /// Takes the first connection `pick` chooses out of the table.
+    fn take_one(&self, mut pick: impl FnMut(&Conn) -> bool) -> Option<Arc<Conn>> {
+        let mut conns = self.conns.lock();
+        let key = conns.iter().find(|(_, c)| pick(c)).map(|(k, _)| *k)?;
+        conns.remove(&key)
+    }
+
+    /// Keeps the sequence numbers of the destroyed connection `c` (see [`ConnTable::reap`]).
+    fn keep_seqs(&self, c: &Conn) {
+        if c.transport.loops_back() || !c.was_up.load(Ordering::Acquire) {
+            return;
+        }
+        let (tx, rx) = {
+            let inner = c.inner.lock();
+            (inner.tx.next, inner.rx.next)
+        };
+        if tx == TxSeq::new().next && rx == RxSeq::new().next {
+            // Nothing was numbered either way: nothing to remember.
+            return;
+        }
+        let Ok(node) = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT) else {
+            stats::inc(Stat::RsConnSeqForgotten);
+            return;
+        };
+        let conns = self.conns.lock();
+        if conns.get(&c.key).is_some() {
+            // A new connection to the peer already started (from fresh numbers).
+            stats::inc(Stat::RsConnSeqForgotten);
+            return;
+        }
+        let mut seqs = self.seqs.lock();
+        if seqs.len >= SEQS_KEPT_MAX {
+            stats::inc(Stat::RsConnSeqForgotten);
+            return;
+        }
+        if seqs.map.insert(node.into_node(c.key, (tx, rx))).is_none() {
+            seqs.len += 1;
+        }
+        stats::inc(Stat::RsConnSeqKept);
+    }
+
+    /// Forgets the sequence numbers kept for a namespace that went away.
+    fn forget_seqs(&self, net: NetId) {
+        let mut seqs = self.seqs.lock();
+        loop {
+            let key = seqs.map.iter().find(|(k, _)| k.net == net).map(|(k, _)| *k);
+            let Some(k) = key else { break };
+            if seqs.map.remove(&k).is_some() {
+                seqs.len -= 1;
+            }
+        }
     }
 }

@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 27;
+pub const STAT_COUNT: usize = 36 + 39 + 30;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1129,6 +1129,15 @@ stats! {
     RsPayloadAlloc => "rs_payload_alloc",
     /// rds-rs: payloads copied into the buffer of a spare message.
     RsPayloadRecycled => "rs_payload_recycled",
+    /// rds-rs: reaped network connections whose sequence numbers were kept for the next
+    /// connection to the same peer (which may retransmit what this one received).
+    RsConnSeqKept => "rs_conn_seq_kept",
+    /// rds-rs: new connections that took up the sequence numbers a reaped one left.
+    RsConnSeqRestored => "rs_conn_seq_restored",
+    /// rds-rs: reaped network connections whose sequence numbers could not be kept (the
+    /// table of kept ones full, or no memory): their peers' retransmissions may be delivered
+    /// again.
+    RsConnSeqForgotten => "rs_conn_seq_forgotten",
 }
 
 impl Stat {

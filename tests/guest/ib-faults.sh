@@ -253,6 +253,9 @@ else
   #    QP when the reaper destroys its (idle) connection. The handler must find out and take
   #    its QP down itself (`rs_ib_cm_raced`), nothing may be left behind (kmemleak, KASAN, a
   #    module unload that waits for a path), and traffic must resume (a short stream each).
+  # Before them: a reaped connection's sequence numbers outlive it: the peer's retransmissions to the
+  #    next connection are dropped as old, not delivered again (rds-tests ib-reap).
+  run_prog harness.tap ib_fault_rxe_reap "$TESTS" ib-reap $A $B >> "$OUT/$F"
   cm_race ib_route_delay_ms route_resolved_vs_reset 4300
   cm_race ib_accept_delay_ms accept_vs_reap 4301
   unload_rs || tap $F not ib_fault_rxe_rmmod failed "rmmod rds_rs failed"

@@ -95,6 +95,9 @@ if [ $loaded_ok -eq 0 ]; then
     [ -n "${2:-}" ] && tag="${tag}_tos$2"
     run_prog harness.tap "ib_pair_client_$tag" "$TESTS" ib-client "$me" "$peer" 4000 4 "$tag" \
       ${2:-} >> "$OUT/$f"
+    # What each round left: resets, old sequence numbers dropped, and the connections'
+    # sequence numbers (to tell, when a round fails, which side resent or accepted what).
+    "$(dirname "$TESTS")/rds-info" -c -6 -C > "$OUT/info-after-$tag.txt" 2>&1
   }
   if meet 0; then
     [ $impl = rs ] && client v4
@@ -119,9 +122,14 @@ if [ $loaded_ok -eq 0 ]; then
   # connection listed with both addresses. Each ping waits its interval (3 s) for its reply:
   # between two TCG guests on a busy host a round trip took over a second (CI).
   bin=$(dirname "$TESTS")
+  # The connection may be down (rds_rs reaps idle ones) and both sides ping at once: their
+  # connects race (C's requests refused while rds_rs's own is under way), which took 4 s.
+  # One ping first, not counted, waits up to 30 s for the connection to come up.
+  "$bin/rds-ping" -c 1 -i 30 -I "$ME" "$PEER" > "$OUT/rds-ping-first.txt" 2>&1
   out=$("$bin/rds-ping" -c 3 -i 3 -I "$ME" "$PEER" 2>&1); n=$(grep -c ' usec$' <<< "$out")
   if [ "$n" -eq 3 ]; then tap $f ok "ib_pair_${impl}_rds_ping" "3 replies"
   else tap $f not "ib_pair_${impl}_rds_ping" "$n replies" "$out"; fi
+  "$bin/rds-info" -c -6 -C > "$OUT/info-end.txt" 2>&1
   out=$("$bin/rds-info" -I 2>&1)
   if grep -Eq "^ *$ME +$PEER +0 " <<< "$out"; then
     tap $f ok "ib_pair_${impl}_rds_info_I" "$ME -> $PEER listed"

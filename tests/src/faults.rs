@@ -1084,10 +1084,10 @@ fn rdma_at_resets(r: &mut Report, pfx: &str, softirq: bool, port: u16) -> Result
 // --- reaping idle connections ------------------------------------------------------------
 
 /// Restores `conn_idle_ms` to its value before the test when dropped.
-struct IdleMs(String);
+pub(crate) struct IdleMs(String);
 
 impl IdleMs {
-    fn set(ms: u32) -> Result<Self, String> {
+    pub(crate) fn set(ms: u32) -> Result<Self, String> {
         let old = std::fs::read_to_string(format!("{DEBUGFS}/conn_idle_ms"))
             .map_err(|e| format!("reading {DEBUGFS}/conn_idle_ms: {e}"))?;
         write_hook("conn_idle_ms", ms.to_string().as_bytes())

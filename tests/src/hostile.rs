@@ -1542,10 +1542,10 @@ fn memcg_child(a: &Path, b: &Path) -> Result<String, String> {
 // 9. Sockets left open at exit.
 
 /// Children that bind sockets and exit without closing them: their files are closed after
-/// the task let go of its mm, so the end of such a socket (unbound, then its last reference
-/// dropped once lockless readers are done, possibly in a softirq) may drop the last reference
-/// to its creator's mm, which must be let go in process context (the harness fails the run on
-/// the kernel log lockdep would leave otherwise). The sockets are gone afterwards.
+/// the task let go of its mm, so the end of such a socket (whose last reference may go in a
+/// softirq: a message's, or an RCU callback's with a lockless bind table) may drop the last
+/// reference to its creator's mm, which must be let go in process context (the harness fails
+/// the run on the kernel log lockdep would leave otherwise). The ports are free afterwards.
 fn exit_bound(r: &mut Report) -> Result<(), String> {
     const CHILDREN: u16 = 8;
     const PER: u16 = 4;

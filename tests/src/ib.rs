@@ -519,3 +519,111 @@ pub(crate) fn source(args: &[&str]) -> Result<(), String> {
     println!("# sent {count} in {sent:?} ({waits} sends waited past the send timeout)");
     Ok(())
 }
+
+/// `rds-tests ib-reap SADDR RADDR`: the reaper and the sequence numbers of a network
+/// connection (rds_rs at both ends, one module: the test build's `conn_idle_ms`, `reset` and
+/// `ib_route_delay_ms`). An idle connection that is up is not reaped, however short the idle
+/// time. Three messages from SADDR to RADDR are delivered and not acknowledged (no ack was
+/// asked for and nothing goes back), so the sending end keeps them for retransmission. Both
+/// ends go down; the sender's reconnect is held up in its route handler, and meanwhile the
+/// receiving end's connection, down and idle, is reaped. When the sender gets through it
+/// sends the three again, marked `RETRANSMITTED`: the new receiving connection must know them
+/// as old (`recv_drop_old_seq` up by at least three: anything else unacknowledged comes again
+/// too) and deliver nothing (a C peer, which keeps its connections, retransmits the same way
+/// to a connection rds_rs reaped while it was down).
+pub(crate) fn reap(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [sa, ra] = args else {
+        return Err("usage: rds-tests ib-reap SADDR RADDR".into());
+    };
+    let sa: IpAddr = parse(sa, "address")?;
+    let ra: IpAddr = parse(ra, "address")?;
+    let tx = ib_socket(SocketAddr::new(sa, 4310))?;
+    let rx = ib_socket(SocketAddr::new(ra, 4311))?;
+    let to = SocketAddr::new(ra, 4311);
+    let counter = |name: &str| crate::ib_mr::counter(&rx, name);
+    let mut buf = vec![0u8; 4096];
+    // The connection is up, and what went before is settled (a first message asks for an
+    // ack: ACK_REQUIRED is set on a connection's first message after it comes up).
+    tx.send_to(b"hello", to).map_err(|e| format!("send: {e}"))?;
+    recv_wait(&rx, &mut buf, Duration::from_secs(60)).map_err(|e| format!("hello: {e}"))?;
+    // With a short idle time the receiving end's connection is idle, and up: it stays (the
+    // peer could be using memory registered at this end over it, with no message). The
+    // reaper's next pass was planned with the old idle time (every 2.5 s at most); from then
+    // on it runs every 125 ms.
+    let idle = crate::faults::IdleMs::set(500)?;
+    std::thread::sleep(Duration::from_secs(4));
+    let receiver_up = |s: &RdsSocket| -> Result<bool, String> {
+        Ok(s.connections(false)
+            .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?
+            .iter()
+            .any(|c| {
+                c.laddr == ra
+                    && c.faddr == sa
+                    && c.tos == Some(0)
+                    && c.flags & librds::info::CONN_FLAG_CONNECTED != 0
+            }))
+    };
+    r.expect(
+        "reap_up_stays",
+        &format!("receiver_connection_up={}", receiver_up(&rx)?),
+        "receiver_connection_up=true",
+    );
+    let (old0, kept0, restored0) = (
+        counter("recv_drop_old_seq")?,
+        counter("rs_conn_seq_kept")?,
+        counter("rs_conn_seq_restored")?,
+    );
+    for i in 0..3u8 {
+        tx.send_to(&[b'm', b'0' + i], to)
+            .map_err(|e| format!("send: {e}"))?;
+    }
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let (p, _) = recv_wait(&rx, &mut buf, Duration::from_secs(60))?;
+        got.push(String::from_utf8_lossy(&p).into_owned());
+    }
+    r.expect("reap_delivered", &got.join(","), "m0,m1,m2");
+    // The connections go down (the test build's reset); the sender's, holding the three
+    // unacknowledged, reconnects at once, but its route handler is held for 5 s, as if the
+    // peer were unreachable for a while. The receiving end's connection, down and idle, is
+    // reaped meanwhile and leaves its sequence numbers behind.
+    std::thread::sleep(Duration::from_millis(600));
+    let route = crate::faults::Knob::set("ib_route_delay_ms", 5000)?;
+    crate::faults::write_hook("reset", b"1").map_err(|e| format!("reset: {e}"))?;
+    let t0 = Instant::now();
+    while counter("rs_conn_seq_kept")? == kept0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let kept = counter("rs_conn_seq_kept")? > kept0;
+    drop(route);
+    // The sender's connect goes on; the passive end's new connection takes the kept numbers
+    // up and drops the three retransmissions as old.
+    let t1 = Instant::now();
+    let mut again = Vec::new();
+    while t1.elapsed() < Duration::from_secs(30) {
+        if let Ok((p, _)) = recv_wait(&rx, &mut buf, Duration::from_millis(500)) {
+            again.push(String::from_utf8_lossy(&p).into_owned());
+        }
+        if counter("recv_drop_old_seq")? >= old0 + 3 && t1.elapsed() > Duration::from_secs(3) {
+            break;
+        }
+    }
+    drop(idle);
+    r.expect(
+        "reap_retransmissions_dropped",
+        &format!(
+            "kept={kept} delivered_again=[{}] old_seq_dropped_at_least_3={} restored={}",
+            again.join(","),
+            counter("recv_drop_old_seq")? >= old0 + 3,
+            counter("rs_conn_seq_restored")? > restored0
+        ),
+        "kept=true delivered_again=[] old_seq_dropped_at_least_3=true restored=true",
+    );
+    // The connection works afterwards.
+    tx.send_to(b"after", to).map_err(|e| format!("send: {e}"))?;
+    let after = recv_wait(&rx, &mut buf, Duration::from_secs(60))
+        .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
+        .unwrap_or_else(|e| e);
+    r.expect("reap_after", &after, "after");
+    Ok(())
+}

@@ -297,6 +297,7 @@ fn main() -> ExitCode {
         ["ib-rdma-flood", rest @ ..] => rdma::ib_flood(&mut report, rest),
         ["ib-free-race", rest @ ..] => rdma::ib_free_race(&mut report, rest),
         ["ib-sink", rest @ ..] => ib::sink(rest),
+        ["ib-reap", rest @ ..] => ib::reap(&mut report, rest),
         ["ib-source", rest @ ..] => ib::source(rest),
         ["rdma-reg", rest @ ..] => rdma_reg::run(&mut report, rest),
         ["load", rest @ ..] => load::run(&mut report, rest),

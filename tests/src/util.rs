@@ -144,6 +144,26 @@ impl Counters {
     pub(crate) fn has(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }
+
+    /// `name+delta` for each counter that moved since `before`, by name, comma-separated
+    /// (`none` if none did).
+    pub(crate) fn changes_obs(&self, before: &Self) -> String {
+        let mut moved: Vec<String> = self
+            .0
+            .keys()
+            .filter_map(|n| match self.delta(before, n) {
+                Some(0) => None,
+                Some(d) => Some(format!("{n}{d:+}")),
+                None => Some(format!("{n}=new")),
+            })
+            .collect();
+        moved.sort();
+        if moved.is_empty() {
+            "none".into()
+        } else {
+            moved.join(",")
+        }
+    }
 }
 
 /// Runs `f` on a new thread in a new network namespace with `lo` up, and returns its result.
