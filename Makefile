@@ -3,15 +3,21 @@
 #   make test   run every test (host, KUnit, guests); ends with "N passed, N failed"
 # Both set up what they need (Debian packages, bindgen-cli, virtme-ng, the kernels) on first use
 # and cache the kernel builds in ~/.cache/rds-rs.
-.PHONY: demo test bench soak setup kernel module fmt clean
+.PHONY: demo test bench bench-profile soak setup kernel module fmt clean
 
 demo:
 	@bash scripts/demo.sh
 
-# rds-stress against C RDS and rds_rs side by side (plain kernel, one guest): a table of rates
-# and ratios. BENCH_SECS and BENCH_CONFIGS adjust it (see scripts/bench.sh).
+# rds-stress and rds-pingpong against C RDS, rds_rs and AF_UNIX side by side (plain kernel,
+# one guest), then over soft-RoCE: tables of rates and ratios. BENCH_SECS, BENCH_CONFIGS,
+# BENCH_PINGPONG, ... adjust it (see scripts/bench.sh).
 bench:
 	@bash scripts/bench.sh
+
+# make bench plus the step profile: perf in the guest during rds-pingpong's 64 B depth 1 and
+# 1 KiB depth 8 exchanges, instructions per exchange step by step for rds_rs and C.
+bench-profile:
+	@BENCH_PROFILE=$${BENCH_PROFILE:-1} bash scripts/bench.sh
 
 # `rds-tests load 1000000` against rds_rs on the debug kernel (SOAK_COUNT, SOAK_TIMEOUT).
 soak:

@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
-"""The report of `make bench`: reads the guest's bench-raw.txt and writes the results table
-as Markdown (and prints it) and a PNG chart.
+"""The report of `make bench`: reads the guest's bench-raw.txt and writes the results tables
+as Markdown (and prints them) and PNG charts.
 
   report.py --raw FILE --md FILE [--png FILE] [--meta KEY=VALUE]... [--baseline FILE.md]
+            [--profile DIR --period NS]
 
 bench-raw.txt has one line per run: "PASS IMPL SIZE DEPTH REQ/S MEDIAN MB/S RTT-US" (PASS is
-main or repeat, IMPL c, rs or unix), or "PASS IMPL SIZE DEPTH FAIL"; and for RDMA over rxe
-"ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c, rs or raw, KIND write, read or send), or
-"ib IMPL KIND SIZE DEPTH FAIL". The Markdown file keeps
+main or repeat, IMPL c, rs or unix), or "PASS IMPL SIZE DEPTH FAIL" (rds-stress); "pp PASS
+IMPL SIZE DEPTH REQ/S" or "pp PASS IMPL SIZE DEPTH FAIL" (rds-pingpong; PASS main, repeat,
+profile or ib); and for RDMA over rxe "ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c, rs or raw,
+KIND write, read or send), or "ib IMPL KIND SIZE DEPTH FAIL". The Markdown file keeps
 those lines in a block at its end, so that a later report can compare against it
 (--baseline: adds the baseline's rs/C and this run's rs rate against the baseline's).
+--profile: the folded call chains of the profile runs (profile-IMPL-SIZE-DEPTH.folded[.gz],
+bench/steps.py) become the step table.
 """
 
 import argparse
+import gzip
 import math
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import steps  # noqa: E402
 
 IMPLS = ("rs", "c", "unix")
 
@@ -59,6 +68,163 @@ def parse_ib(lines):
     return runs, order
 
 
+def parse_pp(lines):
+    """Returns {(pass, impl, size, depth): rate or None (failed)} of the rds-pingpong lines
+    and their configurations in the order they ran, per pass."""
+    runs, order = {}, {"main": [], "repeat": [], "profile": [], "ib": []}
+    for line in lines:
+        f = line.split()
+        if len(f) < 6 or f[0] != "pp" or f[1] not in order:
+            continue
+        key = (f[1], f[2], int(f[3]), int(f[4]))
+        runs[key] = None if f[5] == "FAIL" else float(f[5])
+        cfg = (int(f[3]), int(f[4]))
+        if cfg not in order[f[1]]:
+            order[f[1]].append(cfg)
+    return runs, order
+
+
+def loop_table(runs, order, base, pass_="main"):
+    """The loopback table of one tool: rates of rs, C and unix and their ratios (and against
+    a baseline's, when given). Returns the rows (dicts) and the table (lists of cells)."""
+    rows = []
+    for size, depth in order:
+        r = {i: runs.get((pass_, i, size, depth)) for i in IMPLS}
+        row = {
+            "size": size, "depth": depth, **r,
+            "rs/C": ratio(r["rs"], r["c"]), "rs/unix": ratio(r["rs"], r["unix"]),
+            "unix/C": ratio(r["unix"], r["c"]),
+        }
+        if base is not None:
+            b = {i: base.get((pass_, i, size, depth)) for i in IMPLS}
+            row["base rs/C"] = ratio(b["rs"], b["c"])
+            row["rs/base rs"] = ratio(r["rs"], b["rs"])
+        rows.append(row)
+    head = ["request", "depth", "rs req/s", "C req/s", "unix req/s", "rs/C", "rs/unix", "unix/C"]
+    if base is not None:
+        head += ["base rs/C", "rs/base rs"]
+    table = [head]
+    for row in rows:
+        cells = [human(row["size"]), str(row["depth"]), fmt_rate(row["rs"]), fmt_rate(row["c"]),
+                 fmt_rate(row["unix"]), fmt_ratio(row["rs/C"]), fmt_ratio(row["rs/unix"]),
+                 fmt_ratio(row["unix/C"])]
+        if base is not None:
+            cells += [fmt_ratio(row["base rs/C"]), fmt_ratio(row["rs/base rs"])]
+        table.append(cells)
+    return rows, table
+
+
+def spread_of(runs, order, tool):
+    """[(tool, size, depth, impl, first, second, spread %)] of the configurations run twice."""
+    out = []
+    for size, depth in order:
+        for i in IMPLS:
+            x, y = runs.get(("main", i, size, depth)), runs.get(("repeat", i, size, depth))
+            if x and y:
+                out.append((tool, size, depth, i, x, y, abs(x - y) / ((x + y) / 2) * 100))
+    return out
+
+
+def ib_pp_table(pp, order, ib_runs, base):
+    """rds-pingpong over rxe: rs and C, and the raw-verbs round trips for 64 B."""
+    head = ["request", "depth", "rs req/s", "C req/s", "raw req/s", "rs/C", "rs/raw", "C/raw"]
+    if base is not None:
+        head += ["base rs/C", "rs/base rs"]
+    t = [head]
+    for size, depth in order:
+        rs, c = pp.get(("ib", "rs", size, depth)), pp.get(("ib", "c", size, depth))
+        raw = ib_runs.get(("raw", "send", size, 1)) if depth == 1 else None
+        raw = raw[0] if raw else None
+        cells = [human(size), str(depth), fmt_rate(rs), fmt_rate(c),
+                 "-" if raw is None else fmt_rate(raw), fmt_ratio(ratio(rs, c)),
+                 fmt_ratio(ratio(rs, raw)), fmt_ratio(ratio(c, raw))]
+        if base is not None:
+            brs, bc = base.get(("ib", "rs", size, depth)), base.get(("ib", "c", size, depth))
+            cells += [fmt_ratio(ratio(brs, bc)), fmt_ratio(ratio(rs, brs))]
+        t.append(cells)
+    return t
+
+
+def folded_path(d, impl, size, depth):
+    for ext in (".folded", ".folded.gz"):
+        p = os.path.join(d, f"profile-{impl}-{size}-{depth}{ext}")
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def profile_section(d, pp, order):
+    """The step tables (Markdown lines) of the profile runs in pp, from the folded files in
+    d, and the biggest leaf functions of each."""
+    md = []
+    for size, depth in order:
+        name = f"{human(size)} depth {depth}"
+        per, info, leaves = {}, {}, {}
+        for impl in ("rs", "c"):
+            path = folded_path(d, impl, size, depth)
+            rate = pp.get(("main", impl, size, depth))
+            prate = pp.get(("profile", impl, size, depth))
+            if path is None or not rate or not prate:
+                per[impl] = None
+                info[impl] = "FAIL (no profile, or a failed run)"
+                continue
+            counts = steps.attribute(path, impl)
+            total = sum(counts[s] for s in steps.ORDER)
+            if total == 0:
+                per[impl] = None
+                info[impl] = "FAIL (no samples)"
+                continue
+            ipe = 1e9 / rate
+            per[impl] = {s: counts[s] / total * ipe for s in steps.ORDER}
+            per[impl]["total"] = ipe
+            info[impl] = (f"{total:,} samples of the exchange ({counts['idle']:,} idle and "
+                          f"{counts['perf']:,} of perf left out); "
+                          f"{prate:,.0f} req/s under perf, {rate:,.0f} without "
+                          f"({1e9 / prate:,.0f} and {ipe:,.0f} instructions per exchange)")
+            leaves[impl] = top_leaves(path, impl, ipe, total)
+        md += [f"Instructions per exchange (a {human(size)} request and its 64-byte answer, "
+               f"{depth} outstanding), step by step:", ""]
+        head = ["step", "rs", "C", "rs - C"]
+        t = [head]
+        for s in steps.ORDER + ["total"]:
+            rs = per["rs"][s] if per["rs"] else None
+            c = per["c"][s] if per["c"] else None
+            t.append([f"**{s}**" if s == "total" else s, fmt_rate(rs), fmt_rate(c),
+                      "-" if rs is None or c is None else f"{rs - c:+,.0f}"])
+        md += md_table(t)
+        md.append("")
+        md += [f"- rs: {info['rs']}", f"- C: {info['c']}", ""]
+        for impl, label in (("rs", "rds_rs"), ("c", "C RDS")):
+            if leaves.get(impl):
+                md.append(f"Biggest leaf functions, {label}, {name} (instructions per exchange, "
+                          "step): " + "; ".join(f"`{f}` {n:,.0f} ({st})"
+                                                 for f, n, st in leaves[impl]) + ".")
+                md.append("")
+    return md
+
+
+def top_leaves(path, impl, ipe, total, n=12):
+    """The n leaf functions with the most instructions per exchange, with their main step."""
+    cmap = steps.compile_map(impl)
+    by = {}
+    for cnt, comm, frames in steps.read_folded(path):
+        st = steps.step_of(comm, frames, cmap)
+        if st in steps.EXCLUDED:
+            continue
+        leaf = frames[0] if frames else "[none]"
+        e = by.setdefault(leaf, {})
+        e[st] = e.get(st, 0) + cnt
+    rows = sorted(by.items(), key=lambda kv: -sum(kv[1].values()))[:n]
+    return [(steps.pretty(f), sum(v.values()) / total * ipe, max(v, key=v.get)) for f, v in rows]
+
+
+def md_table(t):
+    out = ["| " + " | ".join(t[0]) + " |",
+           "|" + "|".join("---" if k < 2 else "---:" for k in range(len(t[0]))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in t[1:]]
+    return out
+
+
 def ib_table(runs, order):
     """The RDMA table: rates and MB/s of rs, C and raw verbs, and their ratios."""
     head = ["operation", "size", "depth", "rs /s", "C /s", "raw /s", "rs MB/s", "C MB/s",
@@ -96,6 +262,12 @@ def fmt_ratio(v):
     return "-" if v is None else f"{v:.3f}"
 
 
+def print_table(t):
+    widths = [max(len(r[k]) for r in t) for k in range(len(t[0]))]
+    for r in t:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--raw", required=True)
@@ -103,117 +275,135 @@ def main():
     ap.add_argument("--png")
     ap.add_argument("--meta", action="append", default=[], help="KEY=VALUE shown in the report")
     ap.add_argument("--baseline", help="an earlier report (.md) to compare rds_rs against")
+    ap.add_argument("--profile", help="the folded call chains of the profile runs (a folder)")
+    ap.add_argument("--period", type=int, default=0, help="perf's sampling period (ns)")
     a = ap.parse_args()
 
     raw = [l.rstrip("\n") for l in open(a.raw) if l.strip()]
     runs, order = parse_raw(raw)
-    if not order["main"]:
+    pp, pp_order = parse_pp(raw)
+    ib_runs, ib_order = parse_ib(raw)
+    if not order["main"] and not pp_order["main"]:
         sys.exit("report: no runs in " + a.raw)
     meta = dict(m.split("=", 1) for m in a.meta)
-    base = None
+    base = base_pp = None
     if a.baseline:
-        base, _ = parse_raw(raw_block(open(a.baseline).read()))
+        braw = raw_block(open(a.baseline).read())
+        base, _ = parse_raw(braw)
+        base_pp, _ = parse_pp(braw)
 
-    rows = []
-    for size, depth in order["main"]:
-        r = {i: runs.get(("main", i, size, depth)) for i in IMPLS}
-        row = {
-            "size": size, "depth": depth, **r,
-            "rs/C": ratio(r["rs"], r["c"]), "rs/unix": ratio(r["rs"], r["unix"]),
-            "unix/C": ratio(r["unix"], r["c"]),
-        }
-        if base is not None:
-            b = {i: base.get(("main", i, size, depth)) for i in IMPLS}
-            row["base rs/C"] = ratio(b["rs"], b["c"])
-            row["rs/base rs"] = ratio(r["rs"], b["rs"])
-        rows.append(row)
-
-    head = ["request", "depth", "rs req/s", "C req/s", "unix req/s", "rs/C", "rs/unix", "unix/C"]
-    if base is not None:
-        head += ["base rs/C", "rs/base rs"]
-    table = [head]
-    for row in rows:
-        cells = [human(row["size"]), str(row["depth"]), fmt_rate(row["rs"]), fmt_rate(row["c"]),
-                 fmt_rate(row["unix"]), fmt_ratio(row["rs/C"]), fmt_ratio(row["rs/unix"]),
-                 fmt_ratio(row["unix/C"])]
-        if base is not None:
-            cells += [fmt_ratio(row["base rs/C"]), fmt_ratio(row["rs/base rs"])]
-        table.append(cells)
-
+    rows, table = loop_table(runs, order["main"], base)
+    pp_rows, pp_table = loop_table(pp, pp_order["main"], base_pp)
     # Repeatability: configurations run twice in the same guest.
-    spread = []
-    for size, depth in order["repeat"]:
-        for i in IMPLS:
-            x, y = runs.get(("main", i, size, depth)), runs.get(("repeat", i, size, depth))
-            if x and y:
-                spread.append((size, depth, i, x, y, abs(x - y) / ((x + y) / 2) * 100))
-
-    def md_table(t):
-        out = ["| " + " | ".join(t[0]) + " |",
-               "|" + "|".join("---" if k < 2 else "---:" for k in range(len(t[0]))) + "|"]
-        out += ["| " + " | ".join(r) + " |" for r in t[1:]]
-        return out
+    spread = spread_of(pp, pp_order["repeat"], "rds-pingpong")
+    spread += spread_of(runs, order["repeat"], "rds-stress")
+    itable = ib_table(ib_runs, ib_order) if ib_order else None
+    pp_itable = ib_pp_table(pp, pp_order["ib"], ib_runs, base_pp) if pp_order["ib"] else None
 
     md = [f"# make bench: {meta.get('date', '')} {meta.get('commit', '')}".rstrip(), ""]
-    md += ["Requests per second (both ways) of rds-stress over 127.0.0.1: one client and one "
-           "server process with one task each, requests of the given size, 64-byte acks, "
-           "`depth` requests outstanding each way; rds_rs (rs), the in-tree C RDS (C) and the "
-           "same exchange over AF_UNIX SOCK_SEQPACKET (unix, `rds-stress -U`). One guest, one "
-           "vCPU, QEMU `-icount shift=0,sleep=off`: the guest clock counts instructions (1 ns "
-           "each), so a rate is a per-instruction cost and repeats from boot to boot.", ""]
-    md += md_table(table)
-    md.append("")
-    ib_runs, ib_order = parse_ib(raw)
-    itable = ib_table(ib_runs, ib_order) if ib_order else None
-    if itable:
-        md += ["RDMA over soft-RoCE in the same guest (an rxe device on each end of a veth pair): "
-               "`rds-stress -D SIZE [-Z] -o` (one task each side, 64-byte requests and acks, "
-               "`depth` outstanding, each request moving SIZE by RDMA write or read into or out "
-               "of memory its request registered) against C RDS/IB and rds_rs; raw: perftest's "
-               "`ib_write_bw`/`ib_read_bw` of SIZE over the same devices (its own queue depth, "
-               "polling at nice 19). Last row: 64-byte requests at depth 1 (a round trip each), "
-               "raw: `ibv_rc_pingpong -e` round trips of 64-byte sends. Ratios are of the rates.",
-               ""]
-        md += md_table(itable)
-        md.append("")
+    md += ["One guest, one vCPU, QEMU `-icount shift=0,sleep=off`: the guest clock counts "
+           "instructions (1 ns each), so a rate is a per-instruction cost and repeats from boot "
+           "to boot. rs: rds_rs; C: the in-tree C RDS (net/rds of the same kernel); unix: the "
+           "same exchange over AF_UNIX SOCK_SEQPACKET.", ""]
+    sections = [
+        (pp_table, "**rds-pingpong** over 127.0.0.1 (`tools/src/bin/rds-pingpong.rs`): one "
+         "client and one server process, blocking `sendto`/`recv`, requests of the given size, "
+         "64-byte answers, `depth` requests outstanding, nothing verified; requests answered "
+         "per second of guest time (one second of warm-up after the first exchange not "
+         "counted). For unix, a connected socket pair."),
+        (table, "**rds-stress** over 127.0.0.1: requests per second (both ways), one client "
+         "and one server process with one task each, requests of the given size, 64-byte "
+         "acks, `depth` requests outstanding each way, every message verified (its header, "
+         "sequence and payload bytes); unix is `rds-stress -U`."),
+        (pp_itable, "**rds-pingpong over soft-RoCE** in the same guest (an rxe device on each "
+         "end of a veth pair, client 192.0.2.2, server 192.0.2.1): C RDS/IB (rds.ko + "
+         "rds_rdma.ko) and rds_rs; raw: `ibv_rc_pingpong -e` round trips of 64-byte sends over "
+         "the same devices (the floor for 64 B depth 1)."),
+        (itable, "RDMA over soft-RoCE in the same guest (an rxe device on each end of a veth "
+         "pair): `rds-stress -D SIZE [-Z] -o` (one task each side, 64-byte requests and acks, "
+         "`depth` outstanding, each request moving SIZE by RDMA write or read into or out of "
+         "memory its request registered) against C RDS/IB and rds_rs; raw: perftest's "
+         "`ib_write_bw`/`ib_read_bw` of SIZE over the same devices (its own queue depth, "
+         "polling at nice 19). Last row: 64-byte requests at depth 1 (a round trip each), raw: "
+         "`ibv_rc_pingpong -e` round trips of 64-byte sends. Ratios are of the rates."),
+    ]
+    for t, text in sections:
+        if t and len(t) > 1:
+            md += [text, ""] + md_table(t) + [""]
     if spread:
         md.append("Repeatability (the same configuration run again at the end of the guest): "
-                  + "; ".join(f"{human(s)} depth {d} {i} {x:,.0f} and {y:,.0f} ({p:.3f}%)"
-                              for s, d, i, x, y, p in spread)
+                  + "; ".join(f"{t} {human(s)} depth {d} {i} {x:,.0f} and {y:,.0f} ({p:.3f}%)"
+                              for t, s, d, i, x, y, p in spread)
                   + f"; largest spread {max(p for *_, p in spread):.3f}%.")
         md.append("")
+    if a.profile and pp_order["profile"]:
+        md += ["## Step profile", ""]
+        md += profile_method(a.period)
+        md += profile_section(a.profile, pp, pp_order["profile"])
     if meta:
         md.append("| run | |")
         md.append("|---|---|")
         md += [f"| {k} | {v} |" for k, v in meta.items()]
         md.append("")
-    md += ["Per run (pass, implementation, request bytes, depth, requests/s, median of the "
-           "one-second rates, MB/s, mean round trip in guest microseconds):", "", "```raw"]
+    md += ["Per run: rds-stress lines (pass, implementation, request bytes, depth, requests/s, "
+           "median of the one-second rates, MB/s, mean round trip in guest microseconds); "
+           "`pp` lines: rds-pingpong (pass, implementation, request bytes, depth, requests/s); "
+           "`ib` lines: over rxe (implementation, operation, bytes, depth, rate/s, MB/s):",
+           "", "```raw"]
     md += raw
     md += ["```", ""]
     with open(a.md, "w") as f:
         f.write("\n".join(md))
 
-    # The terminal copy: the table in plain columns.
-    widths = [max(len(r[k]) for r in table) for k in range(len(head))]
-    for r in table:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
-    for s, d, i, x, y, p in spread:
-        print(f"repeat {human(s)} depth {d} {i}: {x:,.0f} then {y:,.0f} ({p:.3f}%)")
-    if itable:
-        widths = [max(len(r[k]) for r in itable) for k in range(len(itable[0]))]
-        for r in itable:
-            print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    # The terminal copy: the tables in plain columns.
+    for t, title in ((pp_table, "rds-pingpong, loopback"), (table, "rds-stress, loopback"),
+                     (pp_itable, "rds-pingpong, rxe"), (itable, "RDMA, rxe")):
+        if t and len(t) > 1:
+            print(title)
+            print_table(t)
+    for t, s_, d, i, x, y, p in spread:
+        print(f"repeat {t} {human(s_)} depth {d} {i}: {x:,.0f} then {y:,.0f} ({p:.3f}%)")
 
     if a.png:
         try:
-            chart(rows, meta, a.png)
+            if rows:
+                chart(rows, meta, a.png, "rds-stress")
+            if pp_rows:
+                chart(pp_rows, meta, re.sub(r"(\.png)?$", "-pingpong.png", a.png, count=1),
+                      "rds-pingpong")
         except ImportError:
             print("report: no matplotlib (scripts/setup.sh installs python3-matplotlib); "
                   "no chart", file=sys.stderr)
 
 
-def chart(rows, meta, path):
+def profile_method(period):
+    return [
+        "How: each configuration of the table ran once more for rds_rs and C under "
+        f"`perf record -a -g -e cpu-clock -c {period}` in the same guest. Under the instruction "
+        f"counter a cpu-clock sample every {period} ns of guest time is a sample every "
+        f"{period} instructions, so a step's samples are proportional to its instructions. "
+        "Each sample's call chain is walked from the leaf towards the root and the first "
+        "function that the implementation's map in `bench/steps.py` names decides the step "
+        "(helpers such as the allocator, locks and user copies count for the step that called "
+        "them). send: the family's sendmsg up to queuing (C `rds_sendmsg`); transmit: the "
+        "transmit loop and the transport's xmit (C `rds_send_xmit`, `rds_loop_xmit`); "
+        "deliver: handing the message to the receiving socket (C `rds_recv_incoming`); "
+        "ack/settle: settling the sent message (C `rds_send_drop_acked`); recvmsg: the "
+        "family's recvmsg (C `rds_recvmsg`); scheduler: wake-ups and context switches "
+        "wherever they are called from; syscall: system-call entry and exit and the socket "
+        "layer above the family; user: the benchmark program and libc; other: the rest "
+        "(interrupts, timers, unrelated kworkers). Idle and perf's own samples are left "
+        "out. Each step's share of the remaining samples is multiplied by the instructions per "
+        "exchange measured without perf (1e9 / the rds-pingpong rate above), so the steps add "
+        "up to that total. One exchange is two messages (the request and its answer), each of "
+        "which goes through every step. Inlined functions count for their caller (the maps "
+        "name functions that exist as symbols); a sample in an interrupts-off section counts "
+        "where interrupts come back on, in the same function. The folded call chains are in "
+        "the `.profile/` folder beside this file (`bench/steps.py show FILE IMPL` lists the "
+        "biggest with their steps).", ""]
+
+
+def chart(rows, meta, path, tool):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -248,8 +438,8 @@ def chart(rows, meta, path):
     ax2.set_ylabel("rate relative to C RDS")
     ax2.set_title("relative to C RDS")
     ax2.legend()
-    fig.suptitle(f"make bench {meta.get('date', '')} {meta.get('commit', '')}: rds-stress, "
-                 "64 B acks, 1 vCPU, QEMU icount")
+    fig.suptitle(f"make bench {meta.get('date', '')} {meta.get('commit', '')}: {tool}, "
+                 "64 B answers, 1 vCPU, QEMU icount")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

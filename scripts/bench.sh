@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
-# `make bench`: rds-stress against rds_rs, the in-tree C RDS and AF_UNIX SOCK_SEQPACKET (the
-# same request/ack exchange, `rds-stress -U`), in one guest on the plain kernel with one vCPU
-# under QEMU's instruction counter (`-icount shift=0,sleep=off`): the guest clock advances one
-# nanosecond per instruction and skips idle time, so a rate measured in the guest is a
-# per-instruction cost and repeats from boot to boot (within ~0.1%) whatever else the host
-# runs. Prints the table (request size, depth, requests/s of each, rs/C, rs/unix, unix/C) and
-# writes it to bench/results/<date>-<commit>.md and latest.md, with a PNG chart of each.
-#   BENCH_CONFIGS  "SIZE:DEPTH ..." (default "64:1 1024:8 16384:8 131072:2")
+# `make bench`: rds-stress and rds-pingpong against rds_rs, the in-tree C RDS and AF_UNIX
+# SOCK_SEQPACKET (the same exchange: `rds-stress -U`, `rds-pingpong -U`), in one guest on the
+# plain kernel with one vCPU under QEMU's instruction counter (`-icount shift=0,sleep=off`):
+# the guest clock advances one nanosecond per instruction and skips idle time, so a rate
+# measured in the guest is a per-instruction cost and repeats from boot to boot (within
+# ~0.1%) whatever else the host runs. Prints the tables (request size, depth, requests/s of
+# each, rs/C, rs/unix, unix/C) and writes them to bench/results/<date>-<commit>.md and
+# latest.md, with a PNG chart of each.
+#   BENCH_CONFIGS  "SIZE:DEPTH ..." of rds-stress (verifying every message, both sides
+#                  sending requests; default "64:1 1024:8 16384:8 131072:2")
+#   BENCH_PINGPONG "SIZE:DEPTH ..." of rds-pingpong (a blocking request/answer pair, nothing
+#                  verified: the kernel's cost with little of the tool's; 64-byte answers;
+#                  default "64:1 1024:8 16384:8 131072:2")
 #   BENCH_SECS     seconds of guest time per run (default 10)
-#   BENCH_REPEAT   configurations run a second time at the end of the guest, to show the
-#                  spread (default "1024:8"; "" for none)
+#   BENCH_REPEAT   configurations run a second time (rds-stress and rds-pingpong) at the end
+#                  of the guest, to show the spread (default "1024:8"; "" for none)
+#   BENCH_IB_PINGPONG "SIZE:DEPTH ..." of rds-pingpong over soft-RoCE (the veth pair of
+#                  BENCH_IB), C RDS/IB and rds_rs (default "64:1 1024:8 8192:4 65536:2"; ""
+#                  for none); beside ibv_rc_pingpong's 64-byte round trips
+#   BENCH_PROFILE  the step profile (`make bench-profile` sets 1): "1" for "64:1 1024:8", or
+#                  "SIZE:DEPTH ..." of BENCH_PINGPONG's configurations, run once more for C
+#                  and rds_rs under `perf record -a -g`; the results file gets a table of
+#                  instructions per exchange step by step (send, transmit, deliver,
+#                  ack/settle, recvmsg, syscall, scheduler, user, other), bench/steps.py says
+#                  how; the folded call chains are kept in bench/results/<name>.profile/
+#   BENCH_PROFILE_SECS  seconds of guest time of each profile run (default 60). perf's
+#                  cpu-clock samples on the kernel's hrtimers; without CONFIG_HIGH_RES_TIMERS
+#                  (the plain kernel, HZ=250) they fire at the tick only: one sample every
+#                  4,000,000 instructions, 250 per second of guest time, so a profile needs
+#                  long runs (60 s: about 15,000 samples, a step with a tenth of them known
+#                  to about 2.5%)
+#   BENCH_PERIOD   perf's sampling period in guest nanoseconds = instructions (default: the
+#                  tick without high-resolution timers, else 100000)
 #   BENCH_IB       "SIZE:DEPTH ..." of RDMA over soft-RoCE in the same guest (default "65536:8";
 #                  "" for none): RDMA writes and reads of SIZE by rds-stress -D against C RDS/IB
 #                  and rds_rs, beside perftest's raw ib_write_bw/ib_read_bw, and 64-byte
@@ -62,23 +84,46 @@ if [ "$mode" = soak ]; then
   exit
 fi
 
-configs=${BENCH_CONFIGS:-"64:1 1024:8 16384:8 131072:2"}
+configs=${BENCH_CONFIGS-"64:1 1024:8 16384:8 131072:2"}
+ppconfigs=${BENCH_PINGPONG-"64:1 1024:8 16384:8 131072:2"}
 secs=${BENCH_SECS:-10}
 repeat=${BENCH_REPEAT-"1024:8"}
 ibconfigs=${BENCH_IB-"65536:8"}
+ibppconfigs=${BENCH_IB_PINGPONG-"64:1 1024:8 8192:4 65536:2"}
+profile=${BENCH_PROFILE:-}
+[ "$profile" = 1 ] && profile="64:1 1024:8"
+psecs=${BENCH_PROFILE_SECS:-60}
 results=${BENCH_RESULTS:-$top/bench/results}
 baseline=${BENCH_BASELINE:-}
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECS must be a whole number of seconds"
-for cfg in $configs $repeat $ibconfigs; do
+[[ $psecs =~ ^[1-9][0-9]*$ ]] || die "BENCH_PROFILE_SECS must be a whole number of seconds"
+for cfg in $configs $ppconfigs $repeat $ibconfigs $ibppconfigs $profile; do
   [[ $cfg =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "bad configuration '$cfg' (SIZE:DEPTH)"
 done
+# A profile is scaled by the rate of the same exchange without perf.
+for cfg in $profile; do
+  [[ " $ppconfigs " == *" $cfg "* ]] || die "BENCH_PROFILE's $cfg is not in BENCH_PINGPONG"
+done
+[ -n "$configs$ppconfigs" ] || die "nothing to measure over loopback (BENCH_CONFIGS, BENCH_PINGPONG)"
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline results file $baseline"
-runs=$(( ($(wc -w <<< "$configs") + $(wc -w <<< "$repeat")) * 3 ))
-[ -n "$ibconfigs" ] && runs=$((runs + $(wc -w <<< "$ibconfigs") * 6 + 3))
+words() { wc -w <<< "$1"; }
+runs=$(( ($(words "$configs") + $(words "$ppconfigs") + 2 * $(words "$repeat")) * 3 ))
+runs=$((runs + $(words "$ibconfigs") * 6 + $(words "$ibppconfigs") * 2))
+[ -n "$ibconfigs$ibppconfigs" ] && runs=$((runs + 3))
 # Per run: the exchange and its start-up and drain, a few seconds of guest time more (about
-# one second of host time per second of guest time on 2 cores; 3 allowed); plus the boot.
-bound=$((runs * (secs + 20) * 3 + 300))
+# one second of host time per second of guest time on 2 cores; 3 allowed); plus the boot; a
+# profile run also copies perf in and runs perf script (minutes under TCG).
+bound=$((runs * (secs + 20) * 3 + $(words "$profile") * 2 * (psecs * 3 + 900) + 300))
 kdir=$(bash "$here/kernel.sh" plain)
+if [ -n "${BENCH_PERIOD:-}" ]; then
+  period=$BENCH_PERIOD
+elif grep -q '^CONFIG_HIGH_RES_TIMERS=y' "$kdir/.config"; then
+  period=100000
+else
+  # perf's hrtimer fires at the tick: ask for one sample per tick.
+  period=$((1000000000 / $(sed -n 's/^CONFIG_HZ=//p' "$kdir/.config")))
+fi
+[[ $period =~ ^[1-9][0-9]{3,}$ ]] || die "BENCH_PERIOD must be a whole number, at least 1000"
 if [ -n "${BENCH_MODULE:-}" ]; then
   [ -f "$BENCH_MODULE" ] || die "BENCH_MODULE: no file $BENCH_MODULE"
   module=$(realpath "$BENCH_MODULE")
@@ -90,11 +135,12 @@ cargo build --release --quiet -p rds-tools
 # One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
 out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
-step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time (bound ${bound}s)"
+nprof=$(( $(words "$profile") * 2 ))
+step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time${profile:+, $nprof of ${psecs}s under perf} (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \
   "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat" \
-  "$ibconfigs"
+  "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs"
 [ -s "$out/bench-raw.txt" ] || { tail -30 "$out/bench.log" 2>/dev/null; die "the guest measured nothing (see $out/bench.log, $out/console.txt)"; }
 
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first
@@ -115,6 +161,7 @@ meta=(
   --meta "commit=$commit$dirty"
   --meta "rds_rs.ko=${BENCH_MODULE:+$module, }sha256 $(sha "$module")"
   --meta "rds-stress=sha256 $(sha "$top/target/release/rds-stress")"
+  --meta "rds-pingpong=sha256 $(sha "$top/target/release/rds-pingpong")"
   --meta "guest kernel=$(sed -n 's/^== guest kernel \([^,]*\),.*/\1/p' "$out/bench.log"), plain, build key $(cat "$kdir/.rds-rs-key")"
   --meta "QEMU=$(qemu-system-x86_64 --version | head -1 | sed 's/QEMU emulator version //'), TCG, -icount shift=0,sleep=off, 1 vCPU"
   --meta "per run=${secs} s of guest time"
@@ -122,9 +169,18 @@ meta=(
 )
 [ -n "${BENCH_NOTE:-}" ] && meta+=(--meta "note=$BENCH_NOTE")
 [ -n "$baseline" ] && meta+=(--baseline "$baseline" --meta "baseline=$(basename "$baseline")")
+prof=()
+if [ -n "$profile" ]; then
+  # The folded call chains stay beside the results, so the steps can be counted again.
+  mkdir -p "$results/$name.profile"
+  cp "$out"/profile-*.folded "$results/$name.profile/" 2>/dev/null || true
+  gzip -f "$results/$name.profile"/*.folded 2>/dev/null || true
+  prof=(--profile "$results/$name.profile" --period "$period")
+  meta+=(--meta "perf=$(perf --version 2>/dev/null), cpu-clock every $period ns of guest time, -a -g, ${psecs} s per profile run")
+fi
 step "results: $results/$name.md"
 "$py" "$top/bench/report.py" --raw "$out/bench-raw.txt" --md "$results/$name.md" \
-  --png "$results/$name.png" "${meta[@]}"
+  --png "$results/$name.png" "${prof[@]}" "${meta[@]}"
 cp "$results/$name.md" "$results/latest.md"
 [ -f "$results/$name.png" ] && cp "$results/$name.png" "$results/latest.png"
 echo "(make bench took $((SECONDS - t0))s; per-run output in $out; results in $results/$name.md)"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Guest side of `make bench` and `make soak`.
 #   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS "SIZE:DEPTH ..." "SIZE:DEPTH ..." \
-#            ["SIZE:DEPTH ..."]
+#            ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." \
+#            [PERIOD [PROFILE-SECONDS]]]]]]
 #     rds-stress (server and client over 127.0.0.1, two processes, one task each) for each
 #     configuration of the first list against the in-tree C RDS, rds_rs and AF_UNIX
 #     SOCK_SEQPACKET (`rds-stress -U`), in that order, SECONDS of guest time each; then the
@@ -18,6 +19,23 @@
 #     ib_write_bw/ib_read_bw of SIZE; then 64-byte requests at depth 1 over the same link
 #     beside ibv_rc_pingpong's round trips. Lines "ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c,
 #     rs or raw; KIND write, read or send), or "ib IMPL KIND SIZE DEPTH FAIL".
+#     The fourth list: rds-pingpong (one client and one server process, blocking sendto/recv,
+#     nothing verified; tools/src/bin/rds-pingpong.rs) over 127.0.0.1 against C RDS, rds_rs
+#     and AF_UNIX, SIZE-byte requests and 64-byte answers, DEPTH outstanding; the
+#     configurations of the second list run again with it too. Lines "pp PASS IMPL SIZE DEPTH
+#     REQ/S" (PASS main or repeat), or "pp PASS IMPL SIZE DEPTH FAIL".
+#     The fifth list: rds-pingpong over rxe (192.0.2.2 to 192.0.2.1, the same veth pair)
+#     against C RDS/IB and rds_rs: lines "pp ib IMPL SIZE DEPTH REQ/S" (or FAIL); with the
+#     third list's ibv_rc_pingpong row for the raw floor.
+#     The sixth list: configurations of the fourth to run once more, PROFILE-SECONDS each, for
+#     C and rds_rs under `perf record -a -g` (cpu-clock, one sample every PERIOD ns of guest
+#     time, that is every PERIOD instructions, but at most one per tick without high-resolution
+#     timers): "pp profile IMPL SIZE DEPTH REQ/S" (the rate with perf attached)
+#     and profile-IMPL-SIZE-DEPTH.folded (call chains with their sample counts, see
+#     bench/steps.py) and .perf.txt (perf's own messages). perf and its libraries are
+#     copied to guest memory and started with its events disabled; they are enabled (and
+#     acknowledged) just before the exchange and disabled just after, so that nothing in the
+#     sampled part waits for the host.
 #   bench.sh soak OUT KDIR MODULE TESTS-BIN COUNT [SECONDS]
 #     `rds-tests load COUNT [SECONDS]` against rds_rs; writes soak.tap, load-rs.tap (the
 #     program's own checks), kmemleak.txt and dmesg.txt for `harness.py judge`.
@@ -49,7 +67,8 @@ if [ "$MODE" = soak ]; then
   exit 0
 fi
 
-TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-}
+TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-} PPCONFIGS=${10:-}
+IBPPCONFIGS=${11:-} PROFILE=${12:-} PERIOD=${13:-100000} PSECS=${14:-$SECS}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
@@ -58,16 +77,24 @@ failed=0
 # filesystem (9p) completes after however long the host takes, and the guest clock skips
 # ahead meanwhile.
 W=$(mktemp -d /tmp/bench.XXXXXX) || exit 1
-cp "$TOOLS/rds-stress" "$MODULE" "$W/" || exit 1
+cp "$TOOLS/rds-stress" "$TOOLS/rds-pingpong" "$MODULE" "$W/" || exit 1
 MODULE=$W/$(basename "$MODULE")
 mkdir -p "$W/c"
 cp "$KDIR/net/rds/rds.ko" "$KDIR/net/rds/rds_tcp.ko" "$KDIR/net/rds/rds_rdma.ko" "$W/c/" \
   || exit 1
-if [ -n "$IBCONFIGS" ]; then
+if [ -n "$IBCONFIGS$IBPPCONFIGS" ]; then
   cp /usr/bin/ib_write_bw /usr/bin/ib_read_bw /usr/bin/ibv_rc_pingpong "$W/" || exit 1
 fi
 KDIR_C=$W/c
 STRESS=$W/rds-stress
+PINGPONG=$W/rds-pingpong
+BENCH_DIR=$(cd "$(dirname "$0")/../../bench" && pwd)
+if [ -n "$PROFILE" ]; then
+  # perf with every library it links, run through the copied loader.
+  mkdir -p "$W/perf" || exit 1
+  cp /usr/bin/perf $(ldd /usr/bin/perf | awk '$2 == "=>" && $3 ~ /^\// { print $3 }') \
+    /lib64/ld-linux-x86-64.so.2 "$W/perf/" || exit 1
+fi
 
 load() { # IMPL
   case $1 in
@@ -134,6 +161,102 @@ run() {
   unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
 }
 
+# pingpong NAME SECONDS ARGS...: one rds-pingpong run of SECONDS with ARGS; sets cli (its
+# output, copied to OUT too) and crc (its exit code); true when it ended well with a summary,
+# and then sets rate.
+pingpong() {
+  local name=$1 secs=$2; shift 2
+  cli=$W/$name.txt rate=
+  sync
+  timeout $((secs + 90)) "$PINGPONG" -T "$secs" "$@" > "$cli" 2>&1; crc=$?
+  cp "$cli" "$OUT/"
+  [ $crc -eq 0 ] || return 1
+  rate=$(sed -n 's/^summary: .* req_per_s=\([0-9.]*\) .*/\1/p' "$cli")
+  [ -n "$rate" ]
+}
+
+# run_pp PASS IMPL SIZE DEPTH: one rds-pingpong exchange over 127.0.0.1 (PASS main, repeat
+# or profile), or over rxe (PASS ib); appends its line to bench-raw.txt.
+run_pp() {
+  local pass=$1 impl=$2 size=$3 depth=$4 args=() loader=load cli crc rate secs=$SECS
+  case $impl in unix) args=(-U) ;; esac
+  [ "$pass" = profile ] && secs=$PSECS
+  if [ "$pass" = ib ]; then
+    args=(-r 192.0.2.2 -s 192.0.2.1) loader=ib_load
+  fi
+  k=$((k + 1))
+  local name=run$k-pp-$pass-$impl-$size-$depth line="pp $pass $impl $size $depth"
+  echo "-- run $k (pingpong $pass): $impl -q $size -a 64 -d $depth -T $secs ${args[*]}"
+  if ! $loader "$impl"; then
+    echo "$line FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: loading $impl"; failed=1; return
+  fi
+  if [ "$pass" = profile ] && ! perf_start "$impl-$size-$depth"; then
+    perf_failed "$line"
+  elif pingpong "$name" "$secs" -q "$size" -a 64 -d "$depth" "${args[@]}"; then
+    if [ "$pass" != profile ] || perf_stop "$impl-$size-$depth"; then
+      echo "$line $rate" >> "$OUT/bench-raw.txt"
+      echo "   $rate requests/s"
+    else
+      perf_failed "$line"
+    fi
+  else
+    [ "$pass" = profile ] && perf_stop "$impl-$size-$depth"
+    echo "$line FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: pingpong $pass $impl size $size depth $depth (rc=$crc)"
+    tail -n 5 "$cli"
+    failed=1
+  fi
+  unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
+}
+
+# perf_start TAG: perf record -a -g on cpu-clock, events disabled until perf acknowledges the
+# enable command on its control fifo (so that its start-up, which reads the host's
+# filesystem, is not sampled and sampling has begun before the exchange does).
+PERF=("$W/perf/ld-linux-x86-64.so.2" --library-path "$W/perf" "$W/perf/perf")
+perf_pid=
+perf_start() {
+  local tag=$1 a
+  rm -f "$W/perf.ctl" "$W/perf.ack" "$W/perf.data"
+  mkfifo "$W/perf.ctl" "$W/perf.ack" || return 1
+  timeout $((PSECS + 300)) "${PERF[@]}" record -a -g -e cpu-clock -c "$PERIOD" -m 1024 -N -B \
+    -D -1 --control "fifo:$W/perf.ctl,$W/perf.ack" -o "$W/perf.data" \
+    > "$W/profile-$tag.perf.txt" 2>&1 &
+  perf_pid=$!
+  exec 7<> "$W/perf.ctl" 6<> "$W/perf.ack"
+  echo enable >&7
+  read -r -t 120 -u 6 a && [ "$a" = ack ]
+}
+# perf_stop TAG: disables the events (acknowledged), ends perf (SIGINT to its pid), and turns
+# the samples into profile-TAG.folded in OUT (while the module is still loaded, so that its
+# symbols resolve).
+perf_stop() {
+  local tag=$1 a ok=0
+  echo disable >&7
+  read -r -t 120 -u 6 a && [ "$a" = ack ] || ok=1
+  exec 7>&- 6<&-
+  kill -INT "$perf_pid" 2> /dev/null
+  # perf ends itself with the signal it got (timeout passes it on): 130.
+  wait "$perf_pid"; case $? in 0|130) ;; *) ok=1 ;; esac
+  perf_pid=
+  cp "$W/profile-$tag.perf.txt" "$OUT/"
+  [ $ok -eq 0 ] || return 1
+  # perf script's lines: a sample's "comm" line, then "ip sym (dso)" per frame, leaf first;
+  # bench/steps.py folds them. Symbols from /proc/kallsyms: perf finds no file for rds_rs.ko
+  # (it was loaded from this guest's memory), and would otherwise leave its frames unnamed.
+  "${PERF[@]}" script --kallsyms /proc/kallsyms -i "$W/perf.data" -F comm,ip,sym,dso \
+    2>> "$OUT/profile-$tag.perf.txt" \
+    | python3 "$BENCH_DIR/steps.py" fold > "$OUT/profile-$tag.folded" || return 1
+  [ -s "$OUT/profile-$tag.folded" ]
+}
+# perf_failed LINE: records a profile run whose perf part failed.
+perf_failed() {
+  echo "$1 FAIL" >> "$OUT/bench-raw.txt"
+  echo "== FAILED: perf for $1 (see profile-*.perf.txt)"
+  [ -n "$perf_pid" ] && { kill -INT "$perf_pid" 2> /dev/null; wait "$perf_pid"; perf_pid=; }
+  failed=1
+}
+
 echo "== guest kernel $(uname -r), $(nproc) vCPU, $(cat /proc/cmdline)"
 echo "== mounts:"; cat /proc/mounts
 echo "== clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
@@ -144,8 +267,15 @@ t0=$(date +%s.%N)
 for cfg in $CONFIGS; do
   for impl in c rs unix; do run main "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
+for cfg in $PPCONFIGS; do
+  for impl in c rs unix; do run_pp main "$impl" "${cfg%:*}" "${cfg#*:}"; done
+done
 for cfg in $REPEAT; do
   for impl in c rs unix; do run repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
+  for impl in c rs unix; do run_pp repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
+done
+for cfg in $PROFILE; do
+  for impl in c rs; do run_pp profile "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
 # RDMA over rxe (see the top).
 ib_load() { # IMPL
@@ -231,7 +361,7 @@ run_raw() {
     failed=1
   fi
 }
-if [ -n "$IBCONFIGS" ]; then
+if [ -n "$IBCONFIGS$IBPPCONFIGS" ]; then
   if veth_rdma_up rxe; then
     for cfg in $IBCONFIGS; do
       for kind in write read; do
@@ -241,6 +371,9 @@ if [ -n "$IBCONFIGS" ]; then
     done
     for impl in c rs; do run_ib "$impl" send 64 1; done
     run_raw send 64
+    for cfg in $IBPPCONFIGS; do
+      for impl in c rs; do run_pp ib "$impl" "${cfg%:*}" "${cfg#*:}"; done
+    done
   else
     echo "== FAILED: could not set up rxe on a veth pair"
     echo "ib rs write 0 0 FAIL" >> "$OUT/bench-raw.txt"
