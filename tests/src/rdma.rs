@@ -2821,9 +2821,11 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
 
 /// A fence that does not complete in time (siw), through the test build's `ib_fence_expire`
 /// knob (a READ RESPONSE stuck behind a peer that takes nothing cannot be made on demand
-/// here): `RDS_FREE_MR` of a registration a 1 MiB read is under way on finds the fence of the
-/// connection's QP overdue at once, moves the QP to the error state (`rs_ib_mr_fence_stalled`
-/// by one), which flushes it, and returns; the registration's memory is unmapped and reused
+/// here): `RDS_FREE_MR` of a registration a 1 MiB read is under way on finds the fences of
+/// the device's QPs overdue at once (the knob makes every one overdue, not only the QP the
+/// read is on), moves each to the error state (`rs_ib_mr_fence_stalled` by at least one, at
+/// most the number of connections up: the reaper keeps those of earlier checks), which
+/// flushes them, and returns; the registration's memory is unmapped and reused
 /// at once. The read is reported exactly once (done with the registration's data, or
 /// dropped), and the connection comes back: a new read works.
 fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
@@ -2835,6 +2837,14 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
     e.s.send_to(b"ready", e.ca)
         .map_err(|err| format!("send: {err}"))?;
     r.expect("stall_connected", &got(&e.c), "got=ready");
+    // The QPs a fence may find: every IB connection that is up (the IPv6 table lists all).
+    let qps = e
+        .c
+        .connections(true)
+        .map_err(|err| format!("RDS6_INFO_CONNECTIONS: {}", err_name(&err)))?
+        .iter()
+        .filter(|c| c.transport == "infiniband" && c.flags & librds::info::CONN_FLAG_CONNECTED != 0)
+        .count() as u64;
     let data = pattern(LEN, 900);
     let (cmem, cookie) = registered(e, &data)?;
     smem.fill(0xEE);
@@ -2872,14 +2882,16 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
     while crate::util::wait_msg_for(&e.c, Duration::from_millis(300)) {
         let _ = got(&e.c);
     }
+    println!("# free_mr_fence_stalled: {stalled} QPs failed, {qps} IB connections up");
     r.expect(
         "free_mr_fence_stalled",
         &format!(
-            "free_mr={} knob={} stalled={stalled} read={read}",
+            "free_mr={} knob={} stalled_1_to_up={} read={read}",
             res_obs(&freed),
-            knob.trim()
+            knob.trim(),
+            (1..=qps).contains(&stalled)
         ),
-        "free_mr=OK knob=0 stalled=1 read=reported",
+        "free_mr=OK knob=0 stalled_1_to_up=true read=reported",
     );
     // A new registration and read over the connection that came back.
     let cmem = RdmaMem::new(4096).map_err(|e| format!("mmap: {e}"))?;
