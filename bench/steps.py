@@ -73,14 +73,16 @@ C_STEPS = [
 # Family::recvmsg); Conn::xmit drains the send queue into the loopback transport's xmit, which
 # parses the frame and hands it to recv::incoming (arrive() is inlined into LoopConn's xmit,
 # so its header parsing counts as transmit); the receiving side's record comes from the
-# SlotCache; xmit_complete sends the ack, ack_received settles.
+# SlotCache; xmit_complete sends the ack, ack_received settles. Issue 18's loopback path:
+# Conn::send_now hands a message straight to recv::queue_for, which queues it on the bound
+# receiver (no frame, no ack: what loopback skips), so they are transmit and deliver.
 LOOP = r"rds_core::rds_loop::loopback::LoopConn::transport::ConnTransport::"
 RS_STEPS = [
     ("send", r"rds_core::bindings::net::sendmsg_callback::.*|"
              r"rds_core::socket::Rds::bindings::net::Family::sendmsg"),
-    ("transmit", r"rds_core::conn::Conn::(xmit|kick|next_message)|" + LOOP + "xmit|"
+    ("transmit", r"rds_core::conn::Conn::(xmit|kick|next_message|send_now)|" + LOOP + "xmit|"
                  r"rds_core::conn::Conn::kernel::workqueue::WorkItem::.*run"),
-    ("deliver", r"rds_core::recv::incoming|rds_core::conn::Conn::rx_data|"
+    ("deliver", r"rds_core::recv::(incoming|queue_for)|rds_core::conn::Conn::rx_data|"
                 r"rds_core::message::SlotCache::take_or_alloc"),
     ("ack/settle", LOOP + r"xmit_complete|rds_core::conn::Conn::ack_received|"
                    r"rds_core::send::(settle|op_complete)"),
