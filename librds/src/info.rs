@@ -81,6 +81,13 @@ pub struct ConnectionInfo {
     pub tos: Option<u8>,
 }
 
+impl ConnectionInfo {
+    /// Whether the connection is up (`RDS_INFO_CONNECTION_FLAG_CONNECTED`).
+    pub fn connected(&self) -> bool {
+        self.flags & CONN_FLAG_CONNECTED != 0
+    }
+}
+
 /// One `struct rds_info_message` or `struct rds6_info_message`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MessageInfo {

@@ -341,7 +341,7 @@ pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
             .iter()
             .find(|c| c.laddr == lip && c.faddr == pip && c.tos.unwrap_or(0) == 0)
             .ok_or_else(|| format!("no connection in {conns:?}"))?;
-        if c.transport != "infiniband" || c.flags & librds::info::CONN_FLAG_CONNECTED == 0 {
+        if c.transport != "infiniband" || !c.connected() {
             return Err(format!("{c:?}"));
         }
         let ib = s
@@ -556,12 +556,7 @@ pub(crate) fn reap(r: &mut Report, args: &[&str]) -> Result<(), String> {
         Ok(s.connections(false)
             .map_err(|e| format!("RDS_INFO_CONNECTIONS: {}", err_name(&e)))?
             .iter()
-            .any(|c| {
-                c.laddr == ra
-                    && c.faddr == sa
-                    && c.tos == Some(0)
-                    && c.flags & librds::info::CONN_FLAG_CONNECTED != 0
-            }))
+            .any(|c| c.laddr == ra && c.faddr == sa && c.tos == Some(0) && c.connected()))
     };
     r.expect(
         "reap_up_stays",

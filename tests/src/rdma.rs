@@ -2838,13 +2838,12 @@ fn ib_free_stalled(r: &mut Report, e: &mut Env) -> Result<(), String> {
         .map_err(|err| format!("send: {err}"))?;
     r.expect("stall_connected", &got(&e.c), "got=ready");
     // The QPs a fence may find: every IB connection that is up (the IPv6 table lists all).
-    let qps = e
-        .c
-        .connections(true)
-        .map_err(|err| format!("RDS6_INFO_CONNECTIONS: {}", err_name(&err)))?
-        .iter()
-        .filter(|c| c.transport == "infiniband" && c.flags & librds::info::CONN_FLAG_CONNECTED != 0)
-        .count() as u64;
+    let qps =
+        e.c.connections(true)
+            .map_err(|err| format!("RDS6_INFO_CONNECTIONS: {}", err_name(&err)))?
+            .iter()
+            .filter(|c| c.transport == "infiniband" && c.connected())
+            .count() as u64;
     let data = pattern(LEN, 900);
     let (cmem, cookie) = registered(e, &data)?;
     smem.fill(0xEE);
