@@ -78,6 +78,21 @@ impl ProcessCtx {
     }
 }
 
+/// Initialises the `spinlock_t` at `ptr` (the `init` of both spinlock backends below).
+///
+/// # Safety
+///
+/// `ptr` is valid for writes, and `name` and `key` stay valid for reads indefinitely.
+unsafe fn spin_init(
+    ptr: *mut kernel::bindings::spinlock_t,
+    name: *const kernel::ffi::c_char,
+    key: *mut kernel::bindings::lock_class_key,
+) {
+    // SAFETY: `ptr` is valid for writes and `name` and `key` stay valid for reads
+    // indefinitely (this function's contract), which is what `__spin_lock_init` needs.
+    unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+}
+
 /// A spinlock taken with bottom halves disabled (`spin_lock_bh`), for data that both process
 /// context and softirq context touch. Nothing that sleeps may happen under it.
 pub(crate) type SpinLockBh<T> = Lock<T, SpinLockBhBackend>;
@@ -96,9 +111,9 @@ unsafe impl Backend for SpinLockBhBackend {
         name: *const kernel::ffi::c_char,
         key: *mut kernel::bindings::lock_class_key,
     ) {
-        // SAFETY: The caller guarantees that `ptr` is valid for writes and that `name` and `key`
-        // stay valid for reads indefinitely, which is what `__spin_lock_init` needs.
-        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+        // SAFETY: The caller's guarantees are those of `Backend::init`, which `spin_init`
+        // needs.
+        unsafe { spin_init(ptr, name, key) }
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
@@ -134,9 +149,9 @@ unsafe impl Backend for SpinLockPcBackend {
         name: *const kernel::ffi::c_char,
         key: *mut kernel::bindings::lock_class_key,
     ) {
-        // SAFETY: The caller guarantees that `ptr` is valid for writes and that `name` and `key`
-        // stay valid for reads indefinitely, which is what `__spin_lock_init` needs.
-        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+        // SAFETY: The caller's guarantees are those of `Backend::init`, which `spin_init`
+        // needs.
+        unsafe { spin_init(ptr, name, key) }
     }
 
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
