@@ -357,3 +357,14 @@ pub(crate) fn clear_bytes(v: &mut KVec<u8>) {
     // SAFETY: 0 is at most the capacity, and the bytes given up need no drop.
     unsafe { v.set_len(0) };
 }
+
+/// Drops `v`, skipping the call that dropping an empty `KVec` makes (`krealloc(NULL, 0)`
+/// through the allocator, out of line): a vector that never allocated owns no memory and no
+/// elements, so forgetting it leaks nothing. For the per-message paths.
+pub(crate) fn free_vec<T>(v: KVec<T>) {
+    if v.capacity() == 0 {
+        core::mem::forget(v);
+    } else {
+        drop(v);
+    }
+}

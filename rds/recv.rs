@@ -27,6 +27,7 @@ use crate::proto::{
 use crate::send;
 use crate::socket::{Rds, RdsSocket, SockData};
 use crate::stats;
+use core::sync::atomic::Ordering;
 use kernel::{
     list::{List, ListArc},
     prelude::*,
@@ -259,8 +260,7 @@ impl RdsSocket {
         let charge = m.charge;
         let rcvbuf = sock.rcvbuf() / 2;
         if sock.flag(SockFlag::RcvTstamp) {
-            m.rx_tstamp
-                .store(sys::real_time_ns(), core::sync::atomic::Ordering::Relaxed);
+            m.rx_tstamp.store(sys::real_time_ns(), Ordering::Relaxed);
         }
         let change = {
             let mut d = self.data.lock();
@@ -271,8 +271,7 @@ impl RdsSocket {
                 return None;
             }
             if d.rx_traces != 0 {
-                m.rx_end
-                    .store(sys::local_clock_ns(), core::sync::atomic::Ordering::Relaxed);
+                m.rx_end.store(sys::local_clock_ns(), Ordering::Relaxed);
             }
             stats::inc(Stat::RecvQueued);
             stats::add(Stat::RecvBytesAddedToSock, u64::from(len));
@@ -400,7 +399,7 @@ impl RdsSocket {
         while let Some(n) = batch.pop_front() {
             let note = RdmaNotify {
                 user_token: n.user_token,
-                status: n.status.load(core::sync::atomic::Ordering::Relaxed),
+                status: n.status.load(Ordering::Relaxed),
             };
             if let Err(e) = msg.put_cmsg(SOL_RDS, RDS_CMSG_RDMA_STATUS, &note.encode()) {
                 // Those not handed over go back to the head of the queue, in order.
@@ -541,7 +540,7 @@ fn put_recv_cmsgs(
     if inc.rdma_cookie != 0 {
         msg.put_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &inc.rdma_cookie.to_ne_bytes())?;
     }
-    let ns = inc.rx_tstamp.load(core::sync::atomic::Ordering::Relaxed);
+    let ns = inc.rx_tstamp.load(Ordering::Relaxed);
     if ns != 0 && sock.flag(SockFlag::RcvTstamp) {
         // struct __kernel_old_timeval / __kernel_sock_timeval: two 64-bit fields on x86-64.
         let sec = ns.div_euclid(1_000_000_000);
@@ -563,7 +562,7 @@ fn put_recv_cmsgs(
         let points = [
             0,
             0,
-            inc.rx_end.load(core::sync::atomic::Ordering::Relaxed),
+            inc.rx_end.load(Ordering::Relaxed),
             sys::local_clock_ns(),
         ];
         let mut t = [0u8; 32];
@@ -583,7 +582,7 @@ fn put_recv_cmsgs(
 pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     let s = sock.state();
     ctx.wait_on_socket();
-    if s.data.lock().seen_congestion {
+    if s.seen_congestion.load(Ordering::Relaxed) {
         ctx.wait_on(s.shared.cong.waitq());
     }
     let generation = s.netcong.generation();
@@ -602,13 +601,13 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     if !d.recv_queue.is_empty() || !d.notify_queue.is_empty() {
         mask |= poll::IN | poll::RDNORM;
     }
-    if s.snd_bytes.load(core::sync::atomic::Ordering::Relaxed) < sndbuf {
+    if s.snd_bytes.load(Ordering::Relaxed) < sndbuf {
         mask |= poll::OUT | poll::WRNORM;
     }
-    if mask != 0 {
-        d.seen_congestion = false;
-    }
     drop(d);
+    if mask != 0 {
+        s.seen_congestion.store(false, Ordering::Relaxed);
+    }
     if sock.has_error() {
         mask |= poll::ERR;
     }

@@ -121,6 +121,7 @@ pub(crate) fn sendmsg(
             Ok(()) => {
                 stats::inc(Stat::SendQueued);
                 stats::inc(Stat::SendDropAcked);
+                crate::bindings::mm::free_vec(vecs);
                 return Ok(len);
             }
             Err(back) => m = back,
@@ -405,7 +406,7 @@ fn wait_uncongested(
             }
         }
         stats::inc(Stat::CongSendError);
-        s.data.lock().seen_congestion = true;
+        s.seen_congestion.store(true, Ordering::Relaxed);
         return Err(enobufs());
     }
     stats::inc(Stat::CongSendBlocked);
@@ -413,11 +414,11 @@ fn wait_uncongested(
     match waitq.wait(sock.sndtimeo(false), || !conn.fcong.test(port), ctx) {
         WaitOutcome::Ready(_) => Ok(()),
         WaitOutcome::TimedOut => {
-            s.data.lock().seen_congestion = true;
+            s.seen_congestion.store(true, Ordering::Relaxed);
             Err(etimedout())
         }
         WaitOutcome::Interrupted => {
-            s.data.lock().seen_congestion = true;
+            s.seen_congestion.store(true, Ordering::Relaxed);
             Err(erestartsys())
         }
     }

@@ -35,7 +35,7 @@ use crate::proto::{
 use crate::rdma::{Mr, Notifier, RdmaOwner, Trackers};
 use crate::transport::{Registry, Transport};
 use crate::{info, recv, send};
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicBool, AtomicU64};
 use kernel::{
     c_str,
     list::List,
@@ -161,6 +161,9 @@ pub(crate) struct RdsSocket {
     /// Bytes of messages sent and not yet settled (C: `rs_snd_bytes`); changed under `data`,
     /// read without it by a send that checks for room.
     pub(crate) snd_bytes: AtomicU64,
+    /// A send saw congestion; `poll` also waits on the congestion queue (C:
+    /// `rs_seen_congestion`, read without a lock there too).
+    pub(crate) seen_congestion: AtomicBool,
     /// Addressing and configuration (C: what `lock_sock` protects).
     #[pin]
     pub(crate) inner: Mutex<SockInner>,
@@ -227,9 +230,6 @@ pub(crate) struct SockData {
     pub(crate) cong_notify: u64,
     /// Monitor bits of ports a send was refused on (C: `rs_cong_mask`).
     pub(crate) cong_mask: u64,
-    /// A send saw congestion; `poll` also waits on the congestion queue (C:
-    /// `rs_seen_congestion`).
-    pub(crate) seen_congestion: bool,
     /// The congestion generation `poll` last reported (C: `rs_cong_track`).
     pub(crate) cong_track: u64,
     /// The congestion map of the bound address and the bound port.
@@ -254,7 +254,6 @@ impl SockData {
             cong_monitor: false,
             cong_notify: 0,
             cong_mask: 0,
-            seen_congestion: false,
             cong_track: 0,
             cong: None,
             rx_traces: 0,
@@ -311,6 +310,7 @@ impl Family for Rds {
                 rdma,
                 pool,
                 snd_bytes: AtomicU64::new(0),
+                seen_congestion: AtomicBool::new(false),
                 inner <- new_mutex!(SockInner::new(), "RdsSocket::inner"),
                 data <- new_spinlock_bh!(SockData::new(), "RdsSocket::data"),
                 mrs <- new_spinlock_bh!(RBTree::new(), "RdsSocket::mrs"),
