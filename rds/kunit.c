@@ -25,6 +25,7 @@ int rds_rs_kunit_payload_stores(void);
 int rds_rs_kunit_slot_cache(void);
 u64 rds_rs_kunit_stat(unsigned int which);
 unsigned int rds_rs_kunit_pool_msgs(void);
+unsigned int rds_rs_kunit_pool_chunk_bytes(void);
 
 /* Which counter rds_rs_kunit_stat() reads. */
 enum { STAT_MSG_ALLOC, STAT_MSG_RECYCLED, STAT_PAYLOAD_ALLOC, STAT_PAYLOAD_RECYCLED };
@@ -270,6 +271,87 @@ static void msg_pool_bounded(struct kunit *test)
 	sock_release(b);
 }
 
+/*
+ * The same with 128 KiB requests: their payload buffers (16 KiB each) come back to the
+ * sender's pool with the message and carry its next request.
+ */
+static void msg_steady_state_large(struct kunit *test)
+{
+	const size_t big = 128 * 1024;
+	struct sockaddr_in sa, sb;
+	struct socket *a = NULL, *b = NULL;
+	u64 alloc, recycled, palloc, precycled;
+	char *out, *in;
+	int i;
+
+	out = kunit_kzalloc(test, big, GFP_KERNEL);
+	in = kunit_kzalloc(test, big, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	KUNIT_ASSERT_NOT_NULL(test, in);
+	pair(test, 47007, 47008, &a, &b, &sa, &sb);
+	/* Send buffers that take a 128 KiB message (the default's half is less: EMSGSIZE). */
+	WRITE_ONCE(a->sk->sk_sndbuf, 4 << 20);
+	WRITE_ONCE(b->sk->sk_sndbuf, 4 << 20);
+	for (i = 0; i < 24; i++) {
+		if (i == 4) {
+			alloc = rds_rs_kunit_stat(STAT_MSG_ALLOC);
+			recycled = rds_rs_kunit_stat(STAT_MSG_RECYCLED);
+			palloc = rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC);
+			precycled = rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED);
+		}
+		KUNIT_ASSERT_EQ(test, (int)big, send_to(a, &sb, out, big, (char)i));
+		KUNIT_ASSERT_EQ(test, (int)big, recv_one(b, in, big));
+		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[0]);
+		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[big - 1]);
+		KUNIT_ASSERT_EQ(test, 64, send_to(b, &sa, out, 64, (char)~i));
+		KUNIT_ASSERT_EQ(test, 64, recv_one(a, in, big));
+	}
+	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_MSG_ALLOC) - alloc);
+	KUNIT_EXPECT_EQ(test, 40ULL, rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
+	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC) - palloc);
+	KUNIT_EXPECT_EQ(test, 20ULL, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
+	sock_release(a);
+	sock_release(b);
+}
+
+/*
+ * A pool keeps large payloads' buffers up to POOL_CHUNK_BYTES in all: of more 128 KiB messages
+ * coming back at once, the rest are kept without their buffers, and the sender's next messages
+ * of that size allocate for those only.
+ */
+static void msg_pool_chunks_bounded(struct kunit *test)
+{
+	const size_t big = 128 * 1024;
+	unsigned int kept = rds_rs_kunit_pool_chunk_bytes() / big, n = kept + 2, i;
+	struct sockaddr_in sa, sb;
+	struct socket *a = NULL, *b = NULL;
+	u64 palloc, precycled;
+	char *buf;
+
+	buf = kunit_kzalloc(test, big, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_LT(test, n, rds_rs_kunit_pool_msgs());
+	pair(test, 47009, 47010, &a, &b, &sa, &sb);
+	/* A send buffer that takes a 128 KiB message, and room at b for all of them at once. */
+	WRITE_ONCE(a->sk->sk_sndbuf, 16 << 20);
+	WRITE_ONCE(b->sk->sk_rcvbuf, 16 << 20);
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, (int)big, send_to(a, &sb, buf, big, 'x'));
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, (int)big, recv_one(b, buf, big));
+	palloc = rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC);
+	precycled = rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED);
+	for (i = 0; i < n; i++)
+		KUNIT_ASSERT_EQ(test, (int)big, send_to(a, &sb, buf, big, 'y'));
+	KUNIT_EXPECT_EQ(test, (u64)kept, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
+	KUNIT_EXPECT_EQ(test, (u64)(n - kept), rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC) - palloc);
+	/* The sender goes first; its messages still queued at b come back to a closed pool. */
+	sock_release(a);
+	for (i = 0; i < n; i++)
+		KUNIT_EXPECT_EQ(test, (int)big, recv_one(b, buf, big));
+	sock_release(b);
+}
+
 static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(header_roundtrip),
 	KUNIT_CASE(header_checksum),
@@ -288,6 +370,8 @@ static struct kunit_case rds_rs_cases[] = {
 	KUNIT_CASE(loopback_send_recv),
 	KUNIT_CASE(msg_steady_state),
 	KUNIT_CASE(msg_pool_bounded),
+	KUNIT_CASE(msg_steady_state_large),
+	KUNIT_CASE(msg_pool_chunks_bounded),
 	{}
 };
 

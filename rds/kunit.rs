@@ -287,6 +287,12 @@ extern "C" fn rds_rs_kunit_pool_msgs() -> u32 {
     crate::message::POOL_MSGS as u32
 }
 
+/// What the buffers of large payloads a socket's pool keeps may hold in all.
+#[no_mangle]
+extern "C" fn rds_rs_kunit_pool_chunk_bytes() -> u32 {
+    crate::message::POOL_CHUNK_BYTES as u32
+}
+
 /// Runs a KUnit case on the shared state.
 pub(crate) fn run_on_shared(shared: &Arc<Shared>, case: u32, ctx: &ProcessCtx) -> c_int {
     match case {

@@ -59,6 +59,74 @@ const SMALL_MAX: usize = 4 * PAGE_SIZE;
 /// and so inside the message that holds it: no allocation of their own.
 const INLINE_MAX: usize = 64;
 
+/// Payload memory kept from a message for the next one made in the same memory (a pool
+/// spare's): a buffer for a payload of at most [`SMALL_MAX`] bytes, and the buffers of a
+/// larger payload ([`SMALL_MAX`] bytes each, the last one perhaps shorter).
+pub(crate) struct SpareBufs {
+    small: KVec<u8>,
+    chunks: KVec<KVec<u8>>,
+}
+
+impl SpareBufs {
+    /// No memory kept.
+    pub(crate) const fn new() -> Self {
+        Self {
+            small: KVec::new(),
+            chunks: KVec::new(),
+        }
+    }
+
+    /// The bytes the large payload's buffers can hold.
+    fn chunk_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.capacity()).sum()
+    }
+
+    /// Keeps the memory of `data` (a payload that is done) when it is larger than what is
+    /// kept already; `small` buffers only up to `small_max` bytes.
+    fn keep(&mut self, data: Payload, small_max: usize) {
+        match data.store {
+            Store::Small(buf) => {
+                if buf.capacity() > self.small.capacity() && buf.capacity() <= small_max {
+                    crate::bindings::mm::free_vec(core::mem::replace(&mut self.small, buf));
+                }
+            }
+            Store::Chunks(chunks) => self.keep_chunks(chunks),
+            _ => {}
+        }
+    }
+
+    /// [`SpareBufs::keep`] for a large payload's buffers (out of line: the small messages'
+    /// path stays short).
+    #[inline(never)]
+    fn keep_chunks(&mut self, chunks: KVec<KVec<u8>>) {
+        let bytes: usize = chunks.iter().map(|c| c.capacity()).sum();
+        if bytes > self.chunk_bytes() {
+            crate::bindings::mm::free_vec(core::mem::replace(&mut self.chunks, chunks));
+        }
+    }
+
+    /// The large payload's buffers, when they fit a payload of `len` bytes exactly: as many
+    /// buffers as `len` needs, each with room for its part. Emptied (ready to be filled).
+    fn take_chunks_for(&mut self, len: usize) -> Option<KVec<KVec<u8>>> {
+        let n = len.div_ceil(SMALL_MAX);
+        if len <= SMALL_MAX || self.chunks.len() != n {
+            return None;
+        }
+        let mut left = len;
+        for c in self.chunks.iter() {
+            if c.capacity() < left.min(SMALL_MAX) {
+                return None;
+            }
+            left -= left.min(SMALL_MAX);
+        }
+        let mut chunks = core::mem::replace(&mut self.chunks, KVec::new());
+        for c in chunks.iter_mut() {
+            crate::bindings::mm::clear_bytes(c);
+        }
+        Some(chunks)
+    }
+}
+
 /// One piece of a payload, as [`Payload::try_for_each_frag`] hands it out.
 pub(crate) enum Frag<'a> {
     /// `len` bytes at `offset` in a page (the payload's own page or a transport's fragment).
@@ -163,23 +231,18 @@ impl Payload {
         Some(chunks)
     }
 
-    /// Replaces the payload with `len` bytes of a `sendmsg`'s payload: inside the payload up to
-    /// [`INLINE_MAX`] bytes, else in `spare` (a buffer kept from an earlier message, reused
-    /// when it has room; otherwise replaced by a new one) up to [`SMALL_MAX`], else in new
-    /// memory. New memory is charged to the caller's memory cgroup. `EFAULT` when user memory
-    /// faults.
+    /// Replaces the payload (whose memory is dropped: a spare's payload is empty, its memory
+    /// is in `spare`) with `len` bytes of a `sendmsg`'s payload: inside the payload up to
+    /// [`INLINE_MAX`] bytes, else in the memory `spare` keeps from an earlier message (its
+    /// small buffer up to [`SMALL_MAX`] bytes when it has room, its large payload's buffers
+    /// when they fit `len`), else in new memory. New memory is charged to the caller's memory
+    /// cgroup. `EFAULT` when user memory faults.
     pub(crate) fn fill_from_user(
         &mut self,
         msg: &mut MsgHdr<'_>,
         len: usize,
-        spare: &mut KVec<u8>,
+        spare: &mut SpareBufs,
     ) -> Result {
-        let old = core::mem::replace(self, Self::empty());
-        if let Some(buf) = old.into_buffer() {
-            if buf.capacity() > spare.capacity() {
-                *spare = buf;
-            }
-        }
         let inline = Self::inline_with(len, |dst| {
             if msg.copy_into_slice(dst) == len {
                 Ok(())
@@ -191,11 +254,11 @@ impl Payload {
             *self = p?;
             return Ok(());
         }
-        if len <= SMALL_MAX && spare.capacity() >= len {
-            let mut buf = core::mem::replace(spare, KVec::new());
+        if len <= SMALL_MAX && spare.small.capacity() >= len {
+            let mut buf = core::mem::replace(&mut spare.small, KVec::new());
             crate::bindings::mm::clear_bytes(&mut buf);
             if msg.copy_into_vec(&mut buf, len)? != len {
-                *spare = buf;
+                spare.small = buf;
                 return Err(EFAULT);
             }
             stats::inc(Stat::RsPayloadRecycled);
@@ -206,17 +269,47 @@ impl Payload {
             };
             return Ok(());
         }
+        if len > SMALL_MAX {
+            if let Some(r) = self.fill_from_user_into_spare_chunks(msg, len, spare) {
+                return r;
+            }
+        }
         stats::inc(Stat::RsPayloadAlloc);
         *self = Self::from_user(msg, len)?;
         Ok(())
     }
 
-    /// The payload's buffer, if it keeps its bytes in one (to reuse for another payload).
-    pub(crate) fn into_buffer(self) -> Option<KVec<u8>> {
-        match self.store {
-            Store::Small(buf) => Some(buf),
-            _ => None,
+    /// [`Payload::fill_from_user`] into the large payload's buffers `spare` keeps, when they
+    /// fit `len`; `None` when they do not (out of line: the small messages' path stays
+    /// short).
+    #[inline(never)]
+    fn fill_from_user_into_spare_chunks(
+        &mut self,
+        msg: &mut MsgHdr<'_>,
+        len: usize,
+        spare: &mut SpareBufs,
+    ) -> Option<Result> {
+        let mut chunks = spare.take_chunks_for(len)?;
+        let mut left = len;
+        for c in chunks.iter_mut() {
+            let n = left.min(SMALL_MAX);
+            match msg.copy_into_vec(c, n) {
+                Ok(got) if got == n => left -= n,
+                Ok(_) => {
+                    spare.chunks = chunks;
+                    return Some(Err(EFAULT));
+                }
+                Err(e) => return Some(Err(e)),
+            }
         }
+        stats::inc(Stat::RsPayloadRecycled);
+        // INVARIANT: the buffers hold the `len` bytes copied, `SMALL_MAX` each in order
+        // (`take_chunks_for` gave as many as `len` needs, each with room for its part).
+        *self = Self {
+            len,
+            store: Store::Chunks(chunks),
+        };
+        Some(Ok(()))
     }
 
     /// Copies `len` bytes of a `sendmsg`'s payload into new memory, charged to the caller's
@@ -572,8 +665,8 @@ pub(crate) struct MsgBody {
     /// The pool the message's memory goes back to ([`Message::recycle`]), `None` for memory
     /// that is freed (or kept by the module's [`SlotCache`]).
     pool: Option<Arc<MsgPool>>,
-    /// A payload buffer kept for the next use of the message's memory (a spare's).
-    spare: KVec<u8>,
+    /// Payload memory kept for the next use of the message's memory (a spare's).
+    spare: SpareBufs,
 }
 
 impl core::ops::Deref for Message {
@@ -675,7 +768,7 @@ impl MsgBody {
             rx_tstamp: AtomicI64::new(0),
             rx_end: AtomicU64::new(0),
             pool,
-            spare: KVec::new(),
+            spare: SpareBufs::new(),
         })
     }
 }
@@ -787,14 +880,11 @@ impl Message {
             cache.give_back(m, ctx);
             return;
         };
-        // Its payload buffer stays with it for the next message; what it held goes now.
+        // Its payload memory stays with it for the next message (within the pool's bounds, which
+        // `give_back` applies to the large ones); what it held goes now.
         b.op = None;
         let data = core::mem::replace(&mut b.data, Payload::empty());
-        if let Some(buf) = data.into_buffer() {
-            if buf.capacity() > b.spare.capacity() && buf.capacity() <= POOL_BUF_MAX {
-                b.spare = buf;
-            }
-        }
+        b.spare.keep(data, POOL_BUF_MAX);
         pool.give_back(m);
     }
 
@@ -952,7 +1042,7 @@ impl RxSlot {
             rx_tstamp: AtomicI64::new(0),
             rx_end: AtomicU64::new(0),
             pool: None,
-            spare: KVec::new(),
+            spare: SpareBufs::new(),
         };
         let init = pin_init!(Message {
             links <- ListLinks::new(),
@@ -971,17 +1061,23 @@ impl RxSlot {
 
 /// How many spare messages a socket's pool keeps.
 pub(crate) const POOL_MSGS: usize = 8;
-/// The largest payload buffer a spare keeps (a larger one is freed with its message); with
-/// [`POOL_MSGS`], what a socket's pool may hold at most besides the messages themselves.
+/// The largest payload buffer a spare keeps for payloads up to [`SMALL_MAX`] bytes (a larger
+/// one is freed with its message).
 pub(crate) const POOL_BUF_MAX: usize = SMALL_MAX;
+/// What the buffers of larger payloads that a socket's pool keeps may hold in all (two
+/// 128 KiB messages' worth); a spare coming back with more than fits is kept without them.
+/// With [`POOL_MSGS`] and [`POOL_BUF_MAX`]: a pool holds at most 384 KiB of payload memory.
+pub(crate) const POOL_CHUNK_BYTES: usize = 256 * 1024;
 
 /// The spares of a [`MsgPool`].
 ///
 /// # Invariants
 ///
-/// `slots[..n]` are `Some`, the rest `None`.
+/// `slots[..n]` are `Some`, the rest `None`; `chunk_bytes` is the sum of their spares'
+/// [`SpareBufs::chunk_bytes`], at most [`POOL_CHUNK_BYTES`].
 struct PoolSpares {
     n: usize,
+    chunk_bytes: usize,
     /// The socket is gone: nothing is kept any more.
     closed: bool,
     slots: [Option<Pin<UniqueArc<Message>>>; POOL_MSGS],
@@ -990,8 +1086,9 @@ struct PoolSpares {
 /// A socket's spare messages (C has none: it allocates and frees every message): a message
 /// the socket sent comes back here when its receiver is done with it, with its payload buffer,
 /// and the socket's next `sendmsg` takes it instead of allocating. At most [`POOL_MSGS`] are
-/// kept, each with a buffer of at most [`POOL_BUF_MAX`] bytes, all allocated by (and charged
-/// to the memory cgroup of) the socket's senders; the socket empties and closes its pool when
+/// kept, each with a buffer of at most [`POOL_BUF_MAX`] bytes, and the buffers of larger
+/// payloads up to [`POOL_CHUNK_BYTES`] in all, all allocated by (and charged to the memory
+/// cgroup of) the socket's senders; the socket empties and closes its pool when
 /// it is released, and a message that comes back after that is freed. Process context only.
 #[pin_data]
 pub(crate) struct MsgPool {
@@ -1008,6 +1105,7 @@ impl MsgPool {
                 spares <- new_spinlock_pc!(
                     PoolSpares {
                         n: 0,
+                        chunk_bytes: 0,
                         closed: false,
                         slots: [const { None }; POOL_MSGS],
                     },
@@ -1022,21 +1120,35 @@ impl MsgPool {
     fn take(&self) -> Option<Pin<UniqueArc<Message>>> {
         let mut sp = self.spares.lock();
         let last = sp.n.checked_sub(1)?;
-        // INVARIANT: the last `Some` becomes `None`.
+        // INVARIANT: the last `Some` becomes `None`, and its large buffers leave the count.
         sp.n = last;
-        sp.slots.get_mut(last).and_then(Option::take)
+        let m = sp.slots.get_mut(last).and_then(Option::take)?;
+        sp.chunk_bytes = sp.chunk_bytes.saturating_sub(m.spare.chunk_bytes());
+        Some(m)
     }
 
     /// Keeps `m` (on no list, its contents dropped, its pool taken) as a spare if there is
-    /// room; otherwise it is freed, outside the lock.
-    fn give_back(&self, m: Pin<UniqueArc<Message>>) {
+    /// room, without its large payload's buffers if they do not fit the pool's bound;
+    /// otherwise it is freed. What is not kept is freed outside the lock.
+    fn give_back(&self, mut m: Pin<UniqueArc<Message>>) {
+        let chunks = m.spare.chunk_bytes();
+        let mut unkept = None;
         let full = {
-            let mut sp = self.spares.lock();
+            let mut guard = self.spares.lock();
+            let sp = &mut *guard;
             let n = sp.n;
             let closed = sp.closed;
+            let fits = sp.chunk_bytes + chunks <= POOL_CHUNK_BYTES;
             match sp.slots.get_mut(n) {
                 Some(free) if !closed => {
-                    // INVARIANT: the first `None` becomes `Some`.
+                    if fits {
+                        sp.chunk_bytes += chunks;
+                    } else {
+                        let spare = &mut m.as_mut().body_mut().spare;
+                        unkept = Some(core::mem::replace(&mut spare.chunks, KVec::new()));
+                    }
+                    // INVARIANT: the first `None` becomes `Some`, its large buffers counted
+                    // (or dropped when they would pass the bound).
                     *free = Some(m);
                     sp.n = n + 1;
                     None
@@ -1044,6 +1156,7 @@ impl MsgPool {
                 _ => Some(m),
             }
         };
+        drop(unkept);
         drop(full);
     }
 
@@ -1053,6 +1166,7 @@ impl MsgPool {
             let mut sp = self.spares.lock();
             sp.closed = true;
             sp.n = 0;
+            sp.chunk_bytes = 0;
             core::mem::replace(&mut sp.slots, [const { None }; POOL_MSGS])
         };
         drop(spares);
