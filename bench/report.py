@@ -160,8 +160,10 @@ def profile_section(d, pp, order):
     for size, depth in order:
         name = f"{human(size)} depth {depth}"
         per, info, leaves = {}, {}, {}
-        for impl in ("rs", "c"):
+        for impl in ("rs", "c", "unix"):
             path = folded_path(d, impl, size, depth)
+            if impl == "unix" and path is None:
+                continue  # results from before AF_UNIX was profiled
             rate = pp.get(("main", impl, size, depth))
             prate = pp.get(("profile", impl, size, depth))
             if path is None or not rate or not prate:
@@ -184,17 +186,26 @@ def profile_section(d, pp, order):
             leaves[impl] = top_leaves(path, impl, ipe, total)
         md += [f"Instructions per exchange (a {human(size)} request and its 64-byte answer, "
                f"{depth} outstanding), step by step:", ""]
-        head = ["step", "rs", "C", "rs - C"]
+        unix = "unix" in per
+        head = ["step", "rs", "C", "rs - C"] + (["unix", "rs - unix"] if unix else [])
         t = [head]
+
+        def diff(a, b):
+            return "-" if a is None or b is None else f"{a - b:+,.0f}"
+
         for s in steps.ORDER + ["total"]:
-            rs = per["rs"][s] if per["rs"] else None
-            c = per["c"][s] if per["c"] else None
-            t.append([f"**{s}**" if s == "total" else s, fmt_rate(rs), fmt_rate(c),
-                      "-" if rs is None or c is None else f"{rs - c:+,.0f}"])
+            v = {i: (per[i][s] if per[i] else None) for i in per}
+            row = [f"**{s}**" if s == "total" else s, fmt_rate(v["rs"]), fmt_rate(v["c"]),
+                   diff(v["rs"], v["c"])]
+            if unix:
+                row += [fmt_rate(v["unix"]), diff(v["rs"], v["unix"])]
+            t.append(row)
         md += md_table(t)
         md.append("")
-        md += [f"- rs: {info['rs']}", f"- C: {info['c']}", ""]
-        for impl, label in (("rs", "rds_rs"), ("c", "C RDS")):
+        md += [f"- rs: {info['rs']}", f"- C: {info['c']}"]
+        md += [f"- unix: {info['unix']}"] if unix else []
+        md.append("")
+        for impl, label in (("rs", "rds_rs"), ("c", "C RDS"), ("unix", "AF_UNIX")):
             if leaves.get(impl):
                 md.append(f"Biggest leaf functions, {label}, {name} (instructions per exchange, "
                           "step): " + "; ".join(f"`{f}` {n:,.0f} ({st})"
@@ -378,7 +389,8 @@ def main():
 
 def profile_method(period):
     return [
-        "How: each configuration of the table ran once more for rds_rs and C under "
+        "How: each configuration of the table ran once more for rds_rs and C (and, in newer "
+        "runs, AF_UNIX) under "
         f"`perf record -a -g -e cpu-clock -c {period}` in the same guest. Under the instruction "
         f"counter a cpu-clock sample every {period} ns of guest time is a sample every "
         f"{period} instructions, so a step's samples are proportional to its instructions. "
@@ -392,13 +404,22 @@ def profile_method(period):
         "family's recvmsg (C `rds_recvmsg`); scheduler: wake-ups and context switches "
         "wherever they are called from; syscall: system-call entry and exit and the socket "
         "layer above the family; user: the benchmark program and libc; other: the rest "
-        "(interrupts, timers, unrelated kworkers). Idle and perf's own samples are left "
+        "(interrupts, timers, unrelated kworkers). AF_UNIX (where profiled) has two steps "
+        "of its own: send (`unix_dgram_sendmsg`, which also queues on the peer) and recvmsg "
+        "(`unix_dgram_recvmsg`). Idle and perf's own samples are left "
         "out. Each step's share of the remaining samples is multiplied by the instructions per "
         "exchange measured without perf (1e9 / the rds-pingpong rate above), so the steps add "
         "up to that total. One exchange is two messages (the request and its answer), each of "
         "which goes through every step. Inlined functions count for their caller (the maps "
         "name functions that exist as symbols); a sample in an interrupts-off section counts "
-        "where interrupts come back on, in the same function. The folded call chains are in "
+        "where interrupts come back on, in the same function. **Caveat: aliasing.** The "
+        "sampling period is fixed (the tick) and under the instruction counter the exchange "
+        "repeats almost exactly, so samples can fall on a few phases of it: the total per "
+        "exchange is exact (it comes from the rate), a step's share is an estimate that may "
+        "be biased (in the 16 KiB profiles of 2026-11-28 the copy into the kernel got 1.7 "
+        "(rs) to 5.5 (C) times the samples of the copy out of it, the same bytes through "
+        "the same routine). Compare steps between runs only where the difference is large. "
+        "The folded call chains are in "
         "the `.profile/` folder beside this file (`bench/steps.py show FILE IMPL` lists the "
         "biggest with their steps).", ""]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The step profile of `make bench` (BENCH_PROFILE): where one request/answer exchange's
-instructions go, step by step, for rds_rs and the in-tree C RDS.
+instructions go, step by step, for rds_rs, the in-tree C RDS and AF_UNIX SOCK_SEQPACKET.
 
   steps.py fold < perf-script-output > FILE.folded      (in the guest, after a run)
   steps.py show FILE.folded IMPL [N]                    (the N biggest stacks with their step)
@@ -90,7 +90,15 @@ RS_STEPS = [
                 r"rds_core::socket::Rds::bindings::net::Family::recvmsg"),
 ]
 
-IMPL_STEPS = {"c": C_STEPS, "rs": RS_STEPS}
+# AF_UNIX SOCK_SEQPACKET (the floor): unix_dgram_sendmsg allocates the skb, copies the data
+# in and queues it on the peer (deliver and transmit are part of it: one step, send); the
+# receiver's unix_dgram_recvmsg dequeues, copies out and frees it.
+UNIX_STEPS = [
+    ("send", r"unix_seqpacket_sendmsg|unix_dgram_sendmsg"),
+    ("recvmsg", r"unix_seqpacket_recvmsg|unix_dgram_recvmsg|__unix_dgram_recvmsg"),
+]
+
+IMPL_STEPS = {"c": C_STEPS, "rs": RS_STEPS, "unix": UNIX_STEPS}
 IDLE = re.compile(r"do_idle|cpu_startup_entry|default_idle\w*|\w*safe_halt|cpuidle\w*")
 
 

@@ -21,8 +21,8 @@
 #                  BENCH_IB), C RDS/IB and rds_rs (default "64:1 1024:8 8192:4 65536:2"; ""
 #                  for none); beside ibv_rc_pingpong's 64-byte round trips
 #   BENCH_PROFILE  the step profile (`make bench-profile` sets 1): "1" for "64:1 1024:8", or
-#                  "SIZE:DEPTH ..." of BENCH_PINGPONG's configurations, run once more for C
-#                  and rds_rs under `perf record -a -g`; the results file gets a table of
+#                  "SIZE:DEPTH ..." of BENCH_PINGPONG's configurations, run once more for C,
+#                  rds_rs and AF_UNIX under `perf record -a -g`; the results file gets a table of
 #                  instructions per exchange step by step (send, transmit, deliver,
 #                  ack/settle, recvmsg, syscall, scheduler, user, other), bench/steps.py says
 #                  how; the folded call chains are kept in bench/results/<name>.profile/
@@ -140,7 +140,7 @@ cargo build --release --quiet -p rds-tools
 # One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
 out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
-nprof=$(( $(words "$profile") * 2 ))
+nprof=$(( $(words "$profile") * 3 ))
 step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time${profile:+, $nprof of ${psecs}s under perf} (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \

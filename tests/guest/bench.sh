@@ -275,7 +275,7 @@ for cfg in $REPEAT; do
   for impl in c rs unix; do run_pp repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
 for cfg in $PROFILE; do
-  for impl in c rs; do run_pp profile "$impl" "${cfg%:*}" "${cfg#*:}"; done
+  for impl in c rs unix; do run_pp profile "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
 # RDMA over rxe (see the top).
 ib_load() { # IMPL
