@@ -201,10 +201,12 @@ static int recv_one(struct socket *s, char *buf, size_t len)
 
 /*
  * Request/response over loopback in steady state: once each socket has sent its first
- * messages, every message comes from its sender's pool, with its payload buffer, and nothing
- * is allocated per message.
+ * messages (4 rounds), every message of the next n rounds comes from its sender's pool, with
+ * its payload memory, and nothing is allocated per message. Requests of req bytes (more than
+ * 64, so their payloads are not inside the message), 64-byte answers, each read at once; send
+ * buffers that take a request of any size the cases use.
  */
-static void msg_steady_state(struct kunit *test)
+static void steady_state(struct kunit *test, size_t req, int n, u16 pa, u16 pb)
 {
 	struct sockaddr_in sa, sb;
 	struct socket *a = NULL, *b = NULL;
@@ -212,32 +214,40 @@ static void msg_steady_state(struct kunit *test)
 	char *out, *in;
 	int i;
 
-	out = kunit_kzalloc(test, 1024, GFP_KERNEL);
-	in = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	out = kunit_kzalloc(test, req, GFP_KERNEL);
+	in = kunit_kzalloc(test, req, GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, out);
 	KUNIT_ASSERT_NOT_NULL(test, in);
-	pair(test, 47003, 47004, &a, &b, &sa, &sb);
-	for (i = 0; i < 104; i++) {
+	pair(test, pa, pb, &a, &b, &sa, &sb);
+	WRITE_ONCE(a->sk->sk_sndbuf, 4 << 20);
+	WRITE_ONCE(b->sk->sk_sndbuf, 4 << 20);
+	for (i = 0; i < n + 4; i++) {
 		if (i == 4) {
 			alloc = rds_rs_kunit_stat(STAT_MSG_ALLOC);
 			recycled = rds_rs_kunit_stat(STAT_MSG_RECYCLED);
 			palloc = rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC);
 			precycled = rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED);
 		}
-		/* A 1 KiB request, a 64-byte answer, each read at once. */
-		KUNIT_ASSERT_EQ(test, 1024, send_to(a, &sb, out, 1024, (char)i));
-		KUNIT_ASSERT_EQ(test, 1024, recv_one(b, in, 1024));
-		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[1023]);
+		KUNIT_ASSERT_EQ(test, (int)req, send_to(a, &sb, out, req, (char)i));
+		KUNIT_ASSERT_EQ(test, (int)req, recv_one(b, in, req));
+		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[0]);
+		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[req - 1]);
 		KUNIT_ASSERT_EQ(test, 64, send_to(b, &sa, out, 64, (char)~i));
-		KUNIT_ASSERT_EQ(test, 64, recv_one(a, in, 1024));
+		KUNIT_ASSERT_EQ(test, 64, recv_one(a, in, req));
 		KUNIT_ASSERT_EQ(test, (int)(char)~i, (int)in[63]);
 	}
 	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_MSG_ALLOC) - alloc);
-	KUNIT_EXPECT_EQ(test, 200ULL, rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
+	KUNIT_EXPECT_EQ(test, (u64)(2 * n), rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
 	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC) - palloc);
-	KUNIT_EXPECT_EQ(test, 100ULL, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
+	KUNIT_EXPECT_EQ(test, (u64)n, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
 	sock_release(a);
 	sock_release(b);
+}
+
+/* 1 KiB requests: the payload in a recycled buffer. */
+static void msg_steady_state(struct kunit *test)
+{
+	steady_state(test, 1024, 100, 47003, 47004);
 }
 
 /*
@@ -271,47 +281,10 @@ static void msg_pool_bounded(struct kunit *test)
 	sock_release(b);
 }
 
-/*
- * The same with 128 KiB requests: their payload buffers (16 KiB each) come back to the
- * sender's pool with the message and carry its next request.
- */
+/* 128 KiB requests: the payload in recycled 16 KiB buffers. */
 static void msg_steady_state_large(struct kunit *test)
 {
-	const size_t big = 128 * 1024;
-	struct sockaddr_in sa, sb;
-	struct socket *a = NULL, *b = NULL;
-	u64 alloc, recycled, palloc, precycled;
-	char *out, *in;
-	int i;
-
-	out = kunit_kzalloc(test, big, GFP_KERNEL);
-	in = kunit_kzalloc(test, big, GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, out);
-	KUNIT_ASSERT_NOT_NULL(test, in);
-	pair(test, 47007, 47008, &a, &b, &sa, &sb);
-	/* Send buffers that take a 128 KiB message (the default's half is less: EMSGSIZE). */
-	WRITE_ONCE(a->sk->sk_sndbuf, 4 << 20);
-	WRITE_ONCE(b->sk->sk_sndbuf, 4 << 20);
-	for (i = 0; i < 24; i++) {
-		if (i == 4) {
-			alloc = rds_rs_kunit_stat(STAT_MSG_ALLOC);
-			recycled = rds_rs_kunit_stat(STAT_MSG_RECYCLED);
-			palloc = rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC);
-			precycled = rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED);
-		}
-		KUNIT_ASSERT_EQ(test, (int)big, send_to(a, &sb, out, big, (char)i));
-		KUNIT_ASSERT_EQ(test, (int)big, recv_one(b, in, big));
-		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[0]);
-		KUNIT_ASSERT_EQ(test, (int)(char)i, (int)in[big - 1]);
-		KUNIT_ASSERT_EQ(test, 64, send_to(b, &sa, out, 64, (char)~i));
-		KUNIT_ASSERT_EQ(test, 64, recv_one(a, in, big));
-	}
-	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_MSG_ALLOC) - alloc);
-	KUNIT_EXPECT_EQ(test, 40ULL, rds_rs_kunit_stat(STAT_MSG_RECYCLED) - recycled);
-	KUNIT_EXPECT_EQ(test, 0ULL, rds_rs_kunit_stat(STAT_PAYLOAD_ALLOC) - palloc);
-	KUNIT_EXPECT_EQ(test, 20ULL, rds_rs_kunit_stat(STAT_PAYLOAD_RECYCLED) - precycled);
-	sock_release(a);
-	sock_release(b);
+	steady_state(test, 128 * 1024, 20, 47007, 47008);
 }
 
 /*
