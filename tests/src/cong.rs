@@ -154,11 +154,7 @@ fn in_wrband(ev: i16) -> String {
     if ev & libc::POLLWRBAND != 0 {
         v.push("WRBAND");
     }
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join("|")
-    }
+    crate::util::joined_or_none(&v, "|")
 }
 
 /// A sender without `RDS_CONG_MONITOR` that was refused (`ENOBUFS`) and then polls is woken

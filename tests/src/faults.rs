@@ -558,11 +558,7 @@ fn payloads(s: &RdsSocket, n: usize) -> String {
     if wait_msg_for(s, Duration::from_millis(200)) {
         v.push("+more".into());
     }
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(",")
-    }
+    crate::util::joined_or_none(&v, ",")
 }
 
 /// A check computed in the namespace's thread: name, observation, and the expected
@@ -960,11 +956,7 @@ fn rdma_at_resets(r: &mut Report, pfx: &str, softirq: bool, port: u16) -> Result
         &format!("{pfx}_sent"),
         &format!(
             "errors={} ids_increasing={}",
-            if errors.is_empty() {
-                "none".to_string()
-            } else {
-                errors.join(",")
-            },
+            crate::util::joined_or_none(&errors, ","),
             ids.windows(2).all(|w| w[0] < w[1]) && ids.first() > Some(&0)
         ),
         "errors=none ids_increasing=true",

@@ -84,11 +84,7 @@ fn conns_obs(l: &[ConnectionInfo]) -> String {
         })
         .collect();
     v.sort();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(",")
-    }
+    crate::util::joined_or_none(&v, ",")
 }
 
 fn msgs_obs(l: &[MessageInfo]) -> String {
@@ -109,11 +105,7 @@ fn msgs_obs(l: &[MessageInfo]) -> String {
         })
         .collect();
     v.sort();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join(",")
-    }
+    crate::util::joined_or_none(&v, ",")
 }
 
 fn ns_body(r: &mut Report) -> Result<(), String> {

@@ -43,11 +43,7 @@ pub(crate) fn ev_names(ev: i16) -> String {
         .filter(|(b, _)| ev & b != 0)
         .map(|(_, n)| *n)
         .collect();
-    if v.is_empty() {
-        "none".into()
-    } else {
-        v.join("|")
-    }
+    crate::util::joined_or_none(&v, "|")
 }
 
 fn poll_now(s: &RdsSocket, events: i16) -> String {

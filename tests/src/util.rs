@@ -16,6 +16,16 @@ pub(crate) const ARRIVAL: Duration = Duration::from_secs(5);
 /// charged"); C charges the payload alone.
 pub(crate) const RS_MSG_OVERHEAD: usize = 256;
 
+/// Observations joined with `sep`, or `none` when there are none (how the suites print a
+/// set of things seen).
+pub(crate) fn joined_or_none<S: AsRef<str>>(v: &[S], sep: &str) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.iter().map(AsRef::as_ref).collect::<Vec<&str>>().join(sep)
+    }
+}
+
 /// How many messages of `len` bytes a send buffer of `limit` bytes admits on rds_rs: each is
 /// admitted while the bytes charged are below the limit, so the last may overshoot.
 pub(crate) fn rs_admitted(limit: usize, len: usize) -> usize {
@@ -158,11 +168,7 @@ impl Counters {
             })
             .collect();
         moved.sort();
-        if moved.is_empty() {
-            "none".into()
-        } else {
-            moved.join(",")
-        }
+        crate::util::joined_or_none(&moved, ",")
     }
 }
 
