@@ -336,15 +336,13 @@ pub(crate) fn recycle_unique<T>(
 ) -> Option<kernel::sync::UniqueArc<core::mem::MaybeUninit<T>>> {
     let arc: kernel::sync::Arc<T> = value.into();
     let ptr = kernel::sync::Arc::into_raw(arc).cast_mut();
-    // SAFETY: `ptr` is the value of an `Arc` whose reference was the only one (it came from a
-    // `UniqueArc`) and is now owned by `ptr` (`into_raw` does not run the destructor), so
-    // nothing else can reach the value: it may be dropped in place, once; it is never used as
-    // a `T` again (the memory is handed on as `MaybeUninit<T>` below).
+    // SAFETY: `ptr` holds the only reference (from a `UniqueArc`; `into_raw` ran no destructor),
+    // so nothing else reaches the value: it is dropped in place once, here, and never used as a
+    // `T` again (the memory goes on as `MaybeUninit<T>` below).
     unsafe { ptr::drop_in_place(ptr) };
-    // SAFETY: `ptr` came from `Arc::<T>::into_raw`, once. `MaybeUninit<T>` has the size,
-    // alignment and layout of `T`, so the `#[repr(C)]` `ArcInner<MaybeUninit<T>>` has the
-    // layout of `ArcInner<T>`: `from_raw` finds the same allocation and reference count, and
-    // the allocation is freed with the same size if it ever is.
+    // SAFETY: `ptr` came from `Arc::<T>::into_raw`, once; `MaybeUninit<T>` has `T`'s layout, so
+    // `#[repr(C)]` `ArcInner<MaybeUninit<T>>` has `ArcInner<T>`'s: `from_raw` finds the same
+    // allocation and count, and a free uses the same size.
     let arc = unsafe {
         kernel::sync::Arc::<core::mem::MaybeUninit<T>>::from_raw(ptr.cast_const().cast())
     };
@@ -389,10 +387,10 @@ impl Gate {
         pin_init!(Self {
             held: AtomicBool::new(false),
             waiters: AtomicU32::new(0),
+            // INVARIANT: initialised here.
             // SAFETY: `slot` is valid for writes while the closure runs; the helper
             // initialises the wait queue and the lockdep map in place, with a name and key
             // that live for ever.
-            // INVARIANT: initialised here.
             raw <- Opaque::ffi_init(|slot| unsafe {
                 raw::rds_rs_gate_init(slot, name.as_char_ptr(), lock_class_key(key))
             }),
