@@ -67,6 +67,11 @@ pub(crate) struct SpareBufs {
     chunks: KVec<KVec<u8>>,
 }
 
+/// The bytes `bufs` can hold in all.
+fn capacity_of(bufs: &[KVec<u8>]) -> usize {
+    bufs.iter().map(|c| c.capacity()).sum()
+}
+
 impl SpareBufs {
     /// No memory kept.
     pub(crate) const fn new() -> Self {
@@ -78,7 +83,7 @@ impl SpareBufs {
 
     /// The bytes the large payload's buffers can hold.
     fn chunk_bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.capacity()).sum()
+        capacity_of(&self.chunks)
     }
 
     /// Keeps the memory of `data` (a payload that is done) when it is larger than what is
@@ -99,8 +104,7 @@ impl SpareBufs {
     /// path stays short).
     #[inline(never)]
     fn keep_chunks(&mut self, chunks: KVec<KVec<u8>>) {
-        let bytes: usize = chunks.iter().map(|c| c.capacity()).sum();
-        if bytes > self.chunk_bytes() {
+        if capacity_of(&chunks) > self.chunk_bytes() {
             crate::bindings::mm::free_vec(core::mem::replace(&mut self.chunks, chunks));
         }
     }
@@ -114,10 +118,11 @@ impl SpareBufs {
         }
         let mut left = len;
         for c in self.chunks.iter() {
-            if c.capacity() < left.min(SMALL_MAX) {
+            let part = left.min(SMALL_MAX);
+            if c.capacity() < part {
                 return None;
             }
-            left -= left.min(SMALL_MAX);
+            left -= part;
         }
         let mut chunks = core::mem::replace(&mut self.chunks, KVec::new());
         for c in chunks.iter_mut() {

@@ -81,11 +81,13 @@ pub(crate) fn sendmsg(
         return Err(eopnotsupp());
     }
     // C's `rds_rm_size`: the walk that also reads and checks each RDMA_ARGS's local iovecs.
-    let mut vecs: LocalVecs = KVec::new();
+    // `None` until one has some: a plain send then holds no vector (dropping even an empty
+    // `KVec` calls the allocator).
+    let mut vecs: Option<LocalVecs> = None;
     let mut pages = 0u64;
     let cmsgs = scan_send_cmsgs_with(control, flags & MSG_ZEROCOPY != 0, |data| {
         let (local, n) = read_local_vecs(data)?;
-        vecs.push(local, GFP_KERNEL)?;
+        vecs.get_or_insert_with(KVec::new).push(local, GFP_KERNEL)?;
         pages = pages.saturating_add(n);
         Ok::<(), Error>(())
     })?;
@@ -121,14 +123,13 @@ pub(crate) fn sendmsg(
             Ok(()) => {
                 stats::inc(Stat::SendQueued);
                 stats::inc(Stat::SendDropAcked);
-                crate::bindings::mm::free_vec(vecs);
                 return Ok(len);
             }
             Err(back) => m = back,
         }
     }
     let mut rdma = if has_rdma {
-        s.prepare_rdma(sock, control, vecs, ctx)?
+        s.prepare_rdma(sock, control, vecs.unwrap_or_else(KVec::new), ctx)?
     } else {
         SendRdma::default()
     };
