@@ -86,8 +86,8 @@ fi
 #  ib:   rds_rs against rds_rs over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
 #        (ib-one.sh);
 #  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
-#        deleted and re-added), then a misbehaving raw-verbs peer over soft-RoCE (ib-bad.sh);
-#  ibs:  the misbehaving peer over soft-iWARP (ib-bad.sh).
+#        deleted and re-added), then a misbehaving raw-verbs peer over soft-RoCE and
+#        soft-iWARP (ib-bad.sh).
 #  Never two RDS implementations at once in a guest.
 # The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
@@ -103,7 +103,7 @@ guests_t0=$((SECONDS - t0))
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
 guest=$top/tests/guest
-mkdir -p "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/ibs"
+mkdir -p "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf"
 q() { printf '%q ' "$@"; }
 steps() { # steps NAME CMD-LINES: the guest's commands as a script file (the command travels on
   # the kernel command line, virtme-ng's virtme.exec, base64, which x86 cuts at 2048 bytes).
@@ -116,11 +116,10 @@ cmd_b=$(steps b "CHAINED=before $(q "$guest/suite.sh" "$res/b" "$kdir" "$module"
 cmd_core=$(steps core "$(q "$guest/suite.sh" "$res/core" "$kdir" "$module" "$tests_bin" rs-own)")
 cmd_ib=$(steps ib "$(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$module" "$tests_bin")")
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
- CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
-cmd_ibs=$(steps ibs "$(q "$guest/ib-bad.sh" "$res/ibs" "$kdir" "$module" "$tests_bin" siw)")
+ CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" "rxe siw")")
 python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 10 \
   --port "$port" --append-a lockdep.prove_locking=0 --pair-a "$cmd_a" --pair-b "$cmd_b" \
-  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" --guest "ibs=$cmd_ibs" \
+  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" \
   > "$res/pool.log" 2>&1 &
 pool=$!
 }
@@ -136,7 +135,7 @@ if [ -n "$guests" ]; then
   stage "waiting for the guests (started at +${guests_t0}s)"
   wait "$pool" || count harness_pool $?
   cat "$res/pool.log"
-  python3 tests/harness.py times "$res"/{a,b,core,ib,ibf,ibs} > "$res/times.txt"
+  python3 tests/harness.py times "$res"/{a,b,core,ib,ibf} > "$res/times.txt"
   cat "$res"/{a,b}/meet-waits.txt 2>/dev/null | sed 's/^/    meeting /'
 else
   finish
@@ -332,7 +331,7 @@ done
 for soft in rxe siw; do
   for sc in setup background_start $(sed -n 's/^  "\([a-z_0-9]*\) .*/\1/p' "$top/tests/guest/ib-bad.sh") \
       background receiver rmmod; do
-    expect+=(--expect "$res/$([ $soft = rxe ] && echo ibf || echo ibs)/ib-bad-rs.tap:ib_bad_${soft}_$sc")
+    expect+=(--expect "$res/ibf/ib-bad-rs.tap:ib_bad_${soft}_$sc")
   done
 done
 # The rounds of rdma-pair.sh: rds_rs active (IPv4), C active (IPv6), both at once (TOS 7).
@@ -363,7 +362,7 @@ for role in registrant operator; do
            --expect "$res/b/ib-pair-rs.tap:ib_rdma_pair_rs_with_c_$role")
 done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
-  "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/ibs"
+  "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf"
 if read -r gp gf < "$res/guest-counts"; then
   passed=$((passed + gp)); failed=$((failed + gf))
 else
