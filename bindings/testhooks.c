@@ -17,6 +17,8 @@
  *                    built the QP, before it installs it (widens the window of a teardown)
  *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
  *                    before it publishes the path (widens the window of a destroy)
+ *   ib_established_delay_ms  the IB transport's ESTABLISHED handler sleeps this long before
+ *                    it marks the connection up (the QP's first completions come first)
  *   ib_fence_expire  non-zero: the next fences after a deregistration on an iWARP device
  *                    are treated as overdue at once (as if their QPs had made no progress
  *                    for the bound); read back as 0 once consumed
@@ -44,6 +46,7 @@ static u32 rds_rs_loop_ring_val;
 static u32 rds_rs_ib_service_break_val;
 static u32 rds_rs_ib_route_delay_ms_val;
 static u32 rds_rs_ib_accept_delay_ms_val;
+static u32 rds_rs_ib_established_delay_ms_val;
 static u32 rds_rs_ib_fence_expire_val;
 static u32 rds_rs_guess_refill_hold_val;
 
@@ -97,6 +100,11 @@ u32 rds_rs_test_ib_route_delay_ms(void)
 u32 rds_rs_test_ib_accept_delay_ms(void)
 {
 	return READ_ONCE(rds_rs_ib_accept_delay_ms_val);
+}
+
+u32 rds_rs_test_ib_established_delay_ms(void)
+{
+	return READ_ONCE(rds_rs_ib_established_delay_ms_val);
 }
 
 static void rds_rs_test_tasklet_fn(struct tasklet_struct *t)
@@ -171,6 +179,8 @@ int rds_rs_testhooks_init(void)
 			   &rds_rs_ib_route_delay_ms_val);
 	debugfs_create_u32("ib_accept_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_accept_delay_ms_val);
+	debugfs_create_u32("ib_established_delay_ms", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_established_delay_ms_val);
 	debugfs_create_u32("ib_fence_expire", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_fence_expire_val);
 	debugfs_create_u32("conn_idle_ms", 0600, rds_rs_test_dir, &rds_rs_conn_idle_ms);

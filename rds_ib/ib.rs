@@ -67,7 +67,7 @@ use crate::transport::{
     join, ConnTransport, Membership, MrHandle, MrOps, RdmaInfo, RegRequest, Transport, XmitError,
     XmitProgress,
 };
-use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU16, AtomicU32, AtomicUsize, Ordering};
 use kernel::{
     new_mutex,
     page::Page,
@@ -1095,7 +1095,26 @@ impl CmHandler for Path {
                         }
                     }
                 }
+                let delay = crate::bindings::testhooks::ib_established_delay_ms();
+                if delay > 0 {
+                    sys::sleep_ms(delay, ctx);
+                }
                 conn.connect_complete();
+                // A receive that failed before the connection was up was not taken for an
+                // error (`wc_failed`): the QP went to the error state during the handshake
+                // (rxe moves a responder's QP there at a peer's RDMA request with a bad
+                // r_key, and its flushes can come before this event). Such a QP receives
+                // nothing more; only a reconnect brings the connection back. Paired with
+                // the fence in `Qpr::recv_done`: either that sees the connection up, or this
+                // sees `rx_dead`.
+                fence(Ordering::SeqCst);
+                if !self.dead.load(Ordering::Acquire)
+                    && self
+                        .qpr()
+                        .is_some_and(|q| q.rx_dead.load(Ordering::Acquire))
+                {
+                    conn.drop_connection();
+                }
             }
             cm_event::REJECTED => {
                 stats::inc(Stat::RsIbConnectRejected);
@@ -1853,6 +1872,9 @@ impl Qpr {
         if wc.status != WC_SUCCESS {
             drop(buf);
             self.rx_dead.store(true, Ordering::Release);
+            // Paired with the fence after `connect_complete` (`ESTABLISHED`): a flush that
+            // comes before the connection is up is caught there.
+            fence(Ordering::SeqCst);
             wc_failed(conn, wc.status, Stat::RsIbRecvError);
             return;
         }

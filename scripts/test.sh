@@ -81,13 +81,16 @@ fi
 #        client against the other's echo servers, IPv4 and IPv6, at the same time. a and b
 #        run the same programs before they meet, so they meet at about the same time;
 #        nothing with a lifetime starts before both are there;
-#  core: rds_rs's own loopback suites (RDMA over loopback, queued messages, faults, hostile
-#        users, the load test under the fault modes);
 #  ib:   rds_rs against rds_rs over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
 #        (ib-one.sh);
 #  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
 #        deleted and re-added), then a misbehaving raw-verbs peer over soft-RoCE and
-#        soft-iWARP (ib-bad.sh).
+#        soft-iWARP (ib-bad.sh);
+#  core: rds_rs's own loopback suites (RDMA over loopback, queued messages, faults, hostile
+#        users, the load test under the fault modes).
+#  Four at a time: the pair, and ib and ibf at nice 10 beside it (the two longest one-guest
+#  runs, so that what is left when the pair ends is spread over both cores); core, which
+#  needs no soft RDMA device and no timing, when the first of them ends.
 #  Never two RDS implementations at once in a guest.
 # The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every
@@ -117,9 +120,9 @@ cmd_core=$(steps core "$(q "$guest/suite.sh" "$res/core" "$kdir" "$module" "$tes
 cmd_ib=$(steps ib "$(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$module" "$tests_bin")")
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" "rxe siw")")
-python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 10 \
+python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 4 --nice 10 \
   --port "$port" --append-a lockdep.prove_locking=0 --pair-a "$cmd_a" --pair-b "$cmd_b" \
-  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" \
+  --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" --guest "core=$cmd_core" \
   > "$res/pool.log" 2>&1 &
 pool=$!
 }

@@ -35,6 +35,10 @@ kmemleak_clear
 # received and by the error counters that must stay still. rs_send_retransmitted must stay
 # still in all but the last: it moves when a connection with messages in flight (the
 # background's: one is nearly always in flight) is reset; the peer's connections carry none.
+# rdma_write_bad_rkey_before_up is badpeer's rdma_write_bad_rkey with rds_rs's ESTABLISHED
+# handler held 2 s (the test build's ib_established_delay_ms): the QP fails and its
+# receives flush while the connection is not up yet, and rds_rs must still drop it once it
+# is (seen once in make test without the knob: the connection stayed up with a dead QP).
 # Each scenario has a connection of its own (TOS = its row number), except short_private_8
 # (its 8 bytes end before the TOS, so it asks for TOS 0) and same_connection, which asks for
 # the background's connection (BGTOS) and must reset it (the background then recovers).
@@ -56,6 +60,7 @@ SCENARIOS=(
   "bad_cong_map         disconnected rs_ib_bad_fragment,rs_recv_drop_bad_header -       0"
   "truncated_ext        disconnected rs_ib_bad_fragment,rs_recv_drop_bad_header -       0"
   "rdma_write_bad_rkey  disconnected -                         -                        0"
+  "rdma_write_bad_rkey_before_up disconnected -                -                        0"
   "unknown_ext          stayed       - rs_ib_bad_fragment,rs_ib_recv_error,rs_recv_drop_bad_header,rs_ib_connect_bad_private 1"
   "good                 stayed       - rs_ib_bad_fragment,rs_ib_recv_error,rs_recv_drop_bad_header,rs_ib_connect_bad_private 1"
   "same_connection      rejected     ib_listen_closed_stale,conn_reset -                 0"
@@ -94,7 +99,7 @@ declare -A C0 C1
 # run_soft SOFT: the whole test over one kind of soft RDMA device (rxe or siw), with rds_rs
 # loaded for it and unloaded after.
 run_soft() {
-  local soft=$1 row sc want rise still deliver tos rc result outcome m0 m1 p0 p1 t0 secs f
+  local soft=$1 row sc peer_sc knob want rise still deliver tos rc result outcome m0 m1 p0 p1 t0 secs f
   local obs why a b c sent got total recv_pid bg_pid line version acked log=$OUT/$1
   local work=/tmp/ib-bad-$1
   mkdir -p "$log" "$work"
@@ -148,13 +153,19 @@ run_soft() {
         # the connection (conn_reset) and delivers nothing.
         rise=conn_reset
       fi
+      peer_sc=$sc knob=
+      if [ "$sc" = rdma_write_bad_rkey_before_up ]; then
+        peer_sc=rdma_write_bad_rkey knob=/sys/kernel/debug/rds_rs/ib_established_delay_ms
+        echo 2000 > "$knob"
+      fi
       tl "start bad_${soft}_$sc"
       "$INFO" -c > "$work/counters-$sc.before"
       read_counters "$work/counters-$sc.before" C0
       count_msgs "$work/recv.log"; m0=$MSGS
       now_ms; t0=$NOW
-      "$PEER" "$CLI" "$SRV" "$sc" "$tos" "$RPORT" 20 > "$work/badpeer-$sc.out" 2>&1; rc=$?
+      "$PEER" "$CLI" "$SRV" "$peer_sc" "$tos" "$RPORT" 20 > "$work/badpeer-$sc.out" 2>&1; rc=$?
       now_ms; secs=$((NOW - t0))
+      [ -n "$knob" ] && echo 0 > "$knob"
       # What the peer saw: its last line, the version of the reply, an ack, what it sent.
       result= version= acked= sent=
       while IFS= read -r line; do
