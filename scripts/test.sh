@@ -88,8 +88,8 @@ fi
 #  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
 #        deleted and re-added), then the misbehaving peer over soft-RoCE (ib-bad.sh rxe).
 #  Three at a time: the pair, and beside it at nice 10 core, then ib; ibf when the pair ends.
-#  (Four at a time, ib and ibf beside the pair from the start, was slower: every guest took
-#  more CPU for the same work, the pair's rounds half as much again.)
+#  (Four at a time, ib and ibf beside the pair from the start, is untried on a host at its
+#  usual speed: Documentation/testing.md, "Time".)
 #  Never two RDS implementations at once in a guest.
 # The judge compares each check's C observation (from a) with its rds_rs one (from b).
 # lockdep.prove_locking=0 on guest a only: the C reference modules trip lockdep on every

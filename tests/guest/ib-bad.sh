@@ -23,7 +23,7 @@ INFO=$(dirname "$TESTS")/rds-info
 SRV=192.0.2.1 CLI=192.0.2.2
 RPORT=4000   # the socket the peer's messages are for
 BGPORT=4001  # the background ping-pong's echo socket
-BGTOS=100    # and its type of service (the scenarios use 0 and 1..20)
+BGTOS=100    # and its type of service (the scenarios use 0 and 1..21)
 STOP=$OUT/stop
 rm -f "$STOP"
 kmemleak_clear
