@@ -591,10 +591,9 @@ impl MrOps for IbTransport {
         } else {
             let pd = dev.pd.lock();
             let pd = pd.as_ref().ok_or(ENODEV)?;
-            // SAFETY: The registration goes to `cell`, which the device lists (below, under
-            // the PD's lock): the device's removal deregisters it before the PD goes, and
-            // otherwise `IbMrReg`'s drop does, in process context, while the device (and its
-            // PD) is alive.
+            // SAFETY: `cell` (listed by the device below, under the PD's lock) gets the MR: device
+            // removal deregisters it before the PD goes, else `IbMrReg`'s drop does, in process
+            // context, while the device and its PD live.
             let mr = unsafe {
                 UserMr::register(
                     pd,

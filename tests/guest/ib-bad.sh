@@ -184,15 +184,14 @@ run_soft() {
       delivered() { count_msgs "$work/recv.log"; [ "$MSGS" -ge $((m0 + deliver)) ]; }
       wait_until 15 delivered
       # The counters that must rise may lag the peer's view under TCG (the completion that
-      # counts is handled in a work item): a moment for late ones (those that must stay
-      # still included), then the counters until those that must rise have, bounded. One
-      # `rds-info -c` when they are there (a process start is a good part of a second here).
-      nap 0.6
+      # counts is handled in a work item): wait for them, bounded; then a moment more for
+      # late ones (those that must stay still included) before the counters are read.
+      # Without counters that must rise, no listing before that moment (a process start
+      # is a good part of a second of the vCPU here).
       end=$((SECONDS + 30))
-      while :; do
+      while [ "$rise" != - ]; do
         "$INFO" -c > "$work/counters-$sc.after"
         read_counters "$work/counters-$sc.after" C1
-        [ "$rise" = - ] && break
         up=1
         for c in ${rise//,/ }; do
           [ "${C1[$c]:-0}" -gt "${C0[$c]:-0}" ] || up=0
@@ -201,6 +200,9 @@ run_soft() {
         [ $SECONDS -ge $end ] && break
         nap 0.4
       done
+      nap 0.6
+      "$INFO" -c > "$work/counters-$sc.after"
+      read_counters "$work/counters-$sc.after" C1
       count_msgs "$work/recv.log"; m1=$MSGS
       num "$bgp"; p0=$NUM
       why=()
