@@ -5,6 +5,7 @@
  * wrappers in bindings/ib.rs can call; the rules of use are documented there.
  */
 #include <linux/inetdevice.h>
+#include <linux/moduleparam.h>
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/random.h>
@@ -454,7 +455,17 @@ void rds_rs_cm_set_tos(struct rdma_cm_id *id, u8 tos)
 	rdma_set_min_rnr_timer(id, IB_RNR_TIMER_000_32);
 }
 
-/* C's conn_param: resources from the device, retry count 1, RNR retry 7 (infinite). */
+/*
+ * C's module parameter, under C's name and with C's default: how many times the QP resends an
+ * unacknowledged packet before the send fails with a retry error (the connection then drops and
+ * reconnects). The active side's value goes to both QPs of a connection (the CM's REQ carries it).
+ * Set at load, read-only after, as C's; above 7 counts as 7, as in C (rxe takes 7 as "for ever").
+ */
+static unsigned int rds_ib_retry_count = 1;
+module_param(rds_ib_retry_count, uint, 0444);
+MODULE_PARM_DESC(rds_ib_retry_count, " Number of hw retries before reporting an error");
+
+/* C's conn_param: resources from the device, the retry count above, RNR retry 7 (infinite). */
 static void rds_rs_cm_param(struct rdma_cm_id *id, struct rdma_conn_param *p, const void *priv,
 			    u8 len)
 {
@@ -463,7 +474,7 @@ static void rds_rs_cm_param(struct rdma_cm_id *id, struct rdma_conn_param *p, co
 	p->private_data_len = len;
 	p->responder_resources = min_t(u32, id->device->attrs.max_qp_rd_atom, 255);
 	p->initiator_depth = min_t(u32, id->device->attrs.max_qp_init_rd_atom, 255);
-	p->retry_count = 1;
+	p->retry_count = min_t(unsigned int, READ_ONCE(rds_ib_retry_count), 7);
 	p->rnr_retry_count = 7;
 }
 

@@ -262,6 +262,8 @@ done
 for name in rmmod_with_open_sockets sockets_work_after_refused_unload; do
   expect+=(--expect "$res/a/unload.c.tap:$name" --expect "$res/b/unload.rs.tap:$name")
 done
+expect+=(--expect "$res/a/modparam.c.tap:rds_ib_retry_count"
+         --expect "$res/b/modparam.rs.tap:rds_ib_retry_count")
 # RDS over RDMA: rds_rs against itself in guest b (soft-RoCE, soft-iWARP; IPv4, IPv6), and C
 # against rds_rs across the guests, each side's client.
 ib_checks="connect pingpong_20 sizes_0_to_1m many_sockets_ports stream_300x8k tos_3_own_connection
@@ -352,6 +354,7 @@ for g in a:c b:rs; do
     expect+=(--expect "$res/${g%%:*}/ib-pair-${g#*:}.tap:ib_pair_${g#*:}_$check")
   done
 done
+expect+=(--expect "$res/a/harness.tap:pair_retry_count_c" --expect "$res/b/harness.tap:pair_retry_count_rs")
 expect+=(--expect "$res/a/ib-pair-c.tap:ib_pair_reload_c" --expect "$res/b/ib-pair-rs.tap:ib_pair_reload_c_sender"
          --expect "$res/b/ib-pair-rs.tap:ib_pair_reload_rs" --expect "$res/a/ib-pair-c.tap:ib_pair_reload_rs_sender")
 for g in a:c b:rs; do

@@ -60,11 +60,13 @@ tap() {
 loaded() { [ -d "/sys/module/$1" ]; }
 
 # The harness never has two RDS implementations loaded: refuse to load one while the other is.
+# RDS_IB_PARAMS: module parameters of the IB transport, which both implementations take under
+# the same names (C's rds_rdma.ko, rds_rs.ko), e.g. rds_ib_retry_count=7.
 load_c() {
   loaded rds_rs && { echo "refusing to load C RDS while rds_rs is loaded" >&2; return 1; }
   # rds_rdma too: rds_rs always carries its IB transport (and its info tables).
   insmod "$KDIR/net/rds/rds.ko" && insmod "$KDIR/net/rds/rds_tcp.ko" \
-    && insmod "$KDIR/net/rds/rds_rdma.ko"
+    && insmod "$KDIR/net/rds/rds_rdma.ko" ${RDS_IB_PARAMS:-}
 }
 unload_c() {
   local m
@@ -73,7 +75,7 @@ unload_c() {
 }
 load_rs() {
   loaded rds && { echo "refusing to load rds_rs while C RDS is loaded" >&2; return 1; }
-  insmod "$MODULE" || return
+  insmod "$MODULE" ${RDS_IB_PARAMS:-} || return
   echo "$MODULE" >> "$OUT/rs-loads"
   # Where this load's code is, to read module addresses in a later kmemleak report.
   echo "uptime $(cut -d" " -f1 /proc/uptime) pid-next $(sh -c 'echo $$') text $(cat /sys/module/rds_rs/sections/.text 2>/dev/null)" \

@@ -36,6 +36,16 @@ datapath() {
   run_prog harness.tap "load_$impl" "$TESTS" load "$LOAD_MESSAGES" "$LOAD_BOUND" > "$OUT/load.$impl.tap"
 }
 
+# The IB transport's module parameter that both implementations have (C's rds_rdma, rds_rs):
+# C's name, C's default (1 retry), read-only as C's. Paired (modparam.IMPL.tap).
+module_params() {
+  local impl=$1 mod=$2 p v mode
+  p=/sys/module/$mod/parameters/rds_ib_retry_count
+  v=$(cat "$p" 2>&1) mode=$(stat -c %a "$p" 2>&1)
+  if [ "$v" = 1 ] && [ "$mode" = 444 ]; then tap modparam.$impl.tap ok rds_ib_retry_count "$v $mode"
+  else tap modparam.$impl.tap not rds_ib_retry_count "$v $mode" "expected C's default 1, mode 444"; fi
+}
+
 # Unloading while sockets are open (one unbound, two bound with a message unread): rmmod
 # fails with EBUSY and changes nothing: afterwards the sockets still work. Paired
 # (unload.IMPL.tap). C's rds_rdma and rds_tcp hold no socket and go first, so that only the sockets
@@ -70,6 +80,7 @@ if load_c; then
   run_prog harness.tap socket_c "$TESTS" socket > "$OUT/socket.c.tap"
   run_prog harness.tap bind_c "$TESTS" bind > "$OUT/bind.c.tap"
   run_prog harness.tap sockopt_c "$TESTS" sockopt > "$OUT/sockopt.c.tap"
+  module_params c rds_rdma
   datapath c
   # Documented differences (Documentation/differences-from-c.md), not paired with the rds_rs
   # run (files not named *.c.tap / *.rs.tap): C's bind table ignores namespaces; C's
@@ -130,6 +141,7 @@ if load_rs; then
   run_prog harness.tap socket_rs "$TESTS" socket > "$OUT/socket.rs.tap"
   run_prog harness.tap bind_rs "$TESTS" bind > "$OUT/bind.rs.tap"
   run_prog harness.tap sockopt_rs "$TESTS" sockopt > "$OUT/sockopt.rs.tap"
+  module_params rs rds_rs
   datapath rs
   run_prog harness.tap netns_rs "$TESTS" netns OK > "$OUT/netns-rs.tap"
   run_prog harness.tap cong_rs "$TESTS" cong congests > "$OUT/cong-rs.tap"
