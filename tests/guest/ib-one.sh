@@ -44,9 +44,12 @@ for soft in rxe siw; do
       fi
     done
     # RDMA reads and writes across the device's connection (siw: fast registrations, no
-    # atomics).
+    # atomics). What must arrive may take 30 s here, not 5 (megabytes through a soft device
+    # under KASAN, on a loaded host: tests/src/util.rs, arrival_bound).
+    export RDS_TESTS_ARRIVAL=30
     run_prog harness.tap "ib_rdma_${soft}_v4" "$TESTS" ib-rdma 192.0.2.1 192.0.2.2 "${soft}_v4" >> "$OUT/$f"
     run_prog harness.tap "ib_rdma_${soft}_v6" "$TESTS" ib-rdma fd00::1 fd00::2 "${soft}_v6" >> "$OUT/$f"
+    unset RDS_TESTS_ARRIVAL
     # Registrations freed while the peer reads them (siw: the QPs are fenced first, and a
     # fence that is overdue, by the test build's ib_fence_expire, costs its connection).
     run_prog harness.tap "ib_free_race_${soft}" "$TESTS" ib-free-race 192.0.2.1 192.0.2.2 \

@@ -27,8 +27,8 @@
 
 use crate::rdma::{big, rdma_op, recv_notes, Op, LO};
 use crate::util::{
-    addr_obs, bound, err_name, in_new_netns, ip_obs, nothing_within, pattern, res_obs, v4, v6_lo,
-    wait_msg_for, Counters, ARRIVAL,
+    addr_obs, arrival_bound, bound, err_name, in_new_netns, ip_obs, nothing_within, pattern,
+    res_obs, v4, v6_lo, wait_msg_for, Counters,
 };
 use crate::Report;
 use librds::info::{
@@ -222,10 +222,10 @@ fn bad_counters(after: &Counters, before: &Counters) -> String {
     )
 }
 
-/// Receives one message on `t` within [`ARRIVAL`]: `got=PAYLOAD from=ADDR` (and the
+/// Receives one message on `t` within [`arrival_bound`]: `got=PAYLOAD from=ADDR` (and the
 /// `RDMA_DEST` cookie when there is one), or what went wrong.
 fn arrival(t: &RdsSocket) -> String {
-    if !wait_msg_for(t, ARRIVAL) {
+    if !wait_msg_for(t, arrival_bound()) {
         return "nothing".into();
     }
     let mut buf = vec![0u8; 1 << 16];
@@ -537,13 +537,13 @@ fn conns_obs(s: &RdsSocket, v6: bool) -> String {
     }
 }
 
-/// Receives up to `n` messages on `s` (each within [`ARRIVAL`]), then looks 200 ms for more:
+/// Receives up to `n` messages on `s` (each within [`arrival_bound`]), then looks 200 ms for more:
 /// their payloads, `,none` for one missing, `,+more` for extras.
 fn payloads(s: &RdsSocket, n: usize) -> String {
     let mut v = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..n {
-        if !wait_msg_for(s, ARRIVAL) {
+        if !wait_msg_for(s, arrival_bound()) {
             v.push("none".to_string());
             return v.join(",");
         }
@@ -675,7 +675,7 @@ fn retrans_lists(r: &mut Report) -> Result<(), String> {
         let want6 = list6(6);
         let t0 = Instant::now();
         let mut again = msgs_obs(&tx, RDS6_INFO_RETRANS_MESSAGES);
-        while again != want6 && t0.elapsed() < ARRIVAL {
+        while again != want6 && t0.elapsed() < arrival_bound() {
             std::thread::sleep(Duration::from_millis(20));
             again = msgs_obs(&tx, RDS6_INFO_RETRANS_MESSAGES);
         }
@@ -743,7 +743,7 @@ fn retrans_lists(r: &mut Report) -> Result<(), String> {
         let rx6_after = payloads(&rx6, 1);
         let t0 = Instant::now();
         let mut left = msgs_obs(&tx, RDS6_INFO_RETRANS_MESSAGES);
-        while left != "empty" && t0.elapsed() < ARRIVAL {
+        while left != "empty" && t0.elapsed() < arrival_bound() {
             std::thread::sleep(Duration::from_millis(20));
             left = msgs_obs(&tx, RDS6_INFO_RETRANS_MESSAGES);
         }
@@ -900,7 +900,7 @@ fn rdma_at_resets(r: &mut Report, pfx: &str, softirq: bool, port: u16) -> Result
         let wait = if complete {
             Duration::from_millis(300)
         } else {
-            ARRIVAL
+            arrival_bound()
         };
         if !wait_msg_for(&srv, wait) {
             break;

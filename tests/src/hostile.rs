@@ -40,8 +40,8 @@ use crate::faults::Knob;
 use crate::rdma::{atomic_op, big, notes_obs, rdma_op, recv_notes, same, vmpin_kb, wait_notes};
 use crate::rdma::{Hold, Op, LO, LOOP_HOLD};
 use crate::util::{
-    bound, drain, err_name, fresh, in_new_netns, pattern, recv_one, res_obs, rs_admitted, v4,
-    Counters, ARRIVAL,
+    arrival_bound, bound, drain, err_name, fresh, in_new_netns, pattern, recv_one, res_obs,
+    rs_admitted, v4, Counters,
 };
 use crate::Report;
 use librds::info::RDS_INFO_RECV_MESSAGES;
@@ -1050,7 +1050,7 @@ fn cong_per_netns(r: &mut Report) -> Result<(), String> {
     // A's receiver drains: now A's monitor and poller hear of it.
     drain(&ra);
     let ma_in = ma
-        .poll(libc::POLLIN, ARRIVAL)
+        .poll(libc::POLLIN, arrival_bound())
         .map_or_else(|e| err_name(&e), |ev| (ev & libc::POLLIN != 0).to_string());
     let update = match ma.recv_msg(&mut [0u8; 64], 64, libc::MSG_DONTWAIT) {
         Ok(m) => m

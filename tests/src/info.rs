@@ -10,8 +10,8 @@
 //! Ports 4460-4479 on 127.0.0.1, 127.0.0.2 and ::1.
 
 use crate::util::{
-    addr_obs, bound, drain, err_name, fresh, in_new_netns, ip_obs, res_obs, v4, v6_lo, wait_msg,
-    wait_msg_for, Counters, ARRIVAL,
+    addr_obs, arrival_bound, bound, drain, err_name, fresh, in_new_netns, ip_obs, res_obs, v4,
+    v6_lo, wait_msg, wait_msg_for, Counters,
 };
 use crate::Report;
 use librds::info::*;
@@ -271,7 +271,7 @@ fn ns_body(r: &mut Report) -> Result<(), String> {
     }
     let mut got = 0;
     let t0 = Instant::now();
-    while got < 3 && t0.elapsed() < ARRIVAL {
+    while got < 3 && t0.elapsed() < arrival_bound() {
         if wait_msg_for(&b, Duration::from_millis(100)) {
             got += drain(&b);
         }

@@ -10,8 +10,8 @@
 //! Ports 4480-4489 on 127.0.0.1, 127.0.0.2 and ::1.
 
 use crate::util::{
-    addr_obs, bound, drain, err_name, nothing_within, res_obs, v4, v6_lo, wait_msg, Counters,
-    SysctlGuard, ARRIVAL,
+    addr_obs, arrival_bound, bound, drain, err_name, nothing_within, res_obs, v4, v6_lo, wait_msg,
+    Counters, SysctlGuard,
 };
 use crate::Report;
 use librds::RdsSocket;
@@ -140,7 +140,7 @@ pub(crate) fn cross(r: &mut Report, expect: &str) -> Result<(), String> {
         .map_err(|e| format!("ping: {e}"))?;
     let t0 = Instant::now();
     let mut obs = "no_pong".to_string();
-    while t0.elapsed() < ARRIVAL {
+    while t0.elapsed() < arrival_bound() {
         for (who, s) in [("pinger", &pinger), ("other", &other)] {
             let mut buf = [0u8; 16];
             if let Ok(m) = s.recv_msg(&mut buf, 0, libc::MSG_DONTWAIT) {

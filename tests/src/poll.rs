@@ -10,7 +10,7 @@
 //!
 //! Ports 4420-4439 on 127.0.0.1.
 
-use crate::util::{bound, drain, err_name, fresh, res_obs, v4, wait_msg, ARRIVAL};
+use crate::util::{arrival_bound, bound, drain, err_name, fresh, res_obs, v4, wait_msg};
 use crate::Report;
 use librds::info::RDS_INFO_RECV_MESSAGES;
 use librds::{RdsSocket, RDS_CONG_MONITOR, SOL_RDS};
@@ -97,7 +97,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
         &res_obs(&a.send_to(b"data", dest_b)),
         "OK",
     );
-    let waited = match b.poll(libc::POLLIN, ARRIVAL) {
+    let waited = match b.poll(libc::POLLIN, arrival_bound()) {
         Ok(ev) if ev & libc::POLLIN != 0 => poll_now(&b, ALL),
         Ok(_) => "nothing_arrived".into(),
         Err(e) => err_name(&e),
@@ -111,7 +111,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     let _ = a.send_to(b"more", dest_b);
     // Both queued (delivery may be asynchronous).
     let t0 = Instant::now();
-    while t0.elapsed() < ARRIVAL
+    while t0.elapsed() < arrival_bound()
         && b.messages(RDS_INFO_RECV_MESSAGES)
             .map_or(0, |l| l.iter().filter(|m| m.lport == 4421).count())
             < 2

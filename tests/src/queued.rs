@@ -16,8 +16,8 @@
 use crate::poll::ev_names;
 use crate::rdma::{Hold, LOOP_HOLD};
 use crate::util::{
-    bound, err_name, in_new_netns, ip_obs, pattern, res_obs, rs_admitted, v4, v6_lo, wait_msg_for,
-    Counters, ARRIVAL, RS_MSG_OVERHEAD,
+    arrival_bound, bound, err_name, in_new_netns, ip_obs, pattern, res_obs, rs_admitted, v4, v6_lo,
+    wait_msg_for, Counters, RS_MSG_OVERHEAD,
 };
 use crate::Report;
 use librds::info::{MessageInfo, RDS6_INFO_SEND_MESSAGES, RDS_INFO_SEND_MESSAGES};
@@ -59,13 +59,13 @@ impl Book {
     }
 }
 
-/// Receives `n` messages on `s` (each within [`ARRIVAL`]) and names them from `book`, then
+/// Receives `n` messages on `s` (each within [`arrival_bound`]) and names them from `book`, then
 /// checks that nothing more arrives within 200 ms: `a,b,c` or `a,b,none` or `a,b,c,+more`.
 fn arrivals(s: &RdsSocket, book: &Book, n: usize) -> String {
     let mut v = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..n {
-        if !wait_msg_for(s, ARRIVAL) {
+        if !wait_msg_for(s, arrival_bound()) {
             v.push("none".to_string());
             return v.join(",");
         }
@@ -185,7 +185,7 @@ fn sndbuf_full(r: &mut Report) -> Result<(), String> {
         let t0 = Instant::now();
         let res = tx.send_to(&extra, rx_addr);
         let took = t0.elapsed();
-        let _ = tx.set_send_timeout(Some(ARRIVAL));
+        let _ = tx.set_send_timeout(Some(arrival_bound()));
         // The kernel sleeps in jiffies: allow for the part of a jiffy that had passed.
         let waited = took + Duration::from_millis(20) >= timeo;
         println!("# blocking send with SO_SNDTIMEO {timeo:?} returned after {took:?}");
@@ -204,7 +204,7 @@ fn sndbuf_full(r: &mut Report) -> Result<(), String> {
         );
         // A poller waiting for POLLOUT is woken by the release.
         let obs = std::thread::scope(|sc| {
-            let poller = sc.spawn(|| match tx.poll(libc::POLLOUT, ARRIVAL) {
+            let poller = sc.spawn(|| match tx.poll(libc::POLLOUT, arrival_bound()) {
                 Ok(ev) => ev_names(ev),
                 Err(e) => err_name(&e),
             });

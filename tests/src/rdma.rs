@@ -12,7 +12,9 @@
 //! Ports 4600-4669 on 127.0.0.1, 127.0.0.2 and ::1. Observations are errno names, notification
 //! statuses and tokens, values and `ok`/`bad` verdicts of content checks.
 
-use crate::util::{bound, err_name, pattern, res_obs, v4, v6_lo, wait_msg, Counters, ARRIVAL};
+use crate::util::{
+    arrival_bound, bound, err_name, pattern, res_obs, v4, v6_lo, wait_msg, Counters,
+};
 use crate::Report;
 use librds::rdma::{
     status_name, RDS_RDMA_INVALIDATE, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SILENT,
@@ -219,13 +221,13 @@ pub(crate) fn recv_notes(
     }
 }
 
-/// Collects notifications until `n` arrived or [`ARRIVAL`] passed; a data message on the way
+/// Collects notifications until `n` arrived or [`arrival_bound`] passed; a data message on the way
 /// is counted as `other`.
 pub(crate) fn wait_notes(s: &RdsSocket, n: usize) -> (Vec<RdmaNotify>, usize) {
-    wait_notes_within(s, n, ARRIVAL)
+    wait_notes_within(s, n, arrival_bound())
 }
 
-/// [`wait_notes`] with its own bound, for operations that may take longer than [`ARRIVAL`]
+/// [`wait_notes`] with its own bound, for operations that may take longer than [`arrival_bound`]
 /// on a busy host (megabytes over a soft RDMA device).
 pub(crate) fn wait_notes_within(
     s: &RdsSocket,
@@ -303,7 +305,7 @@ pub(crate) fn leftovers(c: &RdsSocket, s: &RdsSocket) -> String {
     }
 }
 
-/// Receives one message on `c` within [`ARRIVAL`]: its payload and RDMA_DEST cookie.
+/// Receives one message on `c` within [`arrival_bound`]: its payload and RDMA_DEST cookie.
 pub(crate) fn recv_msg(c: &RdsSocket) -> Result<(Vec<u8>, Option<u64>), String> {
     if !wait_msg(c) {
         return Err("no message".into());
@@ -1450,7 +1452,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
         0,
     );
     let _ = got(&e.c);
-    let _ = e.s.poll(libc::POLLIN, ARRIVAL);
+    let _ = e.s.poll(libc::POLLIN, arrival_bound());
     let mut buf = [0u8; 64];
     let obs = match e.s.recv_msg(&mut buf, 64, libc::MSG_DONTWAIT) {
         Ok(m) => format!(
@@ -1704,7 +1706,7 @@ fn notifications(r: &mut Report, e: &mut Env) -> Result<(), String> {
         std::thread::scope(|sc| {
             let poller = sc.spawn(|| {
                 let t = Instant::now();
-                let rev = e.s.poll(libc::POLLIN, ARRIVAL).unwrap_or(-1);
+                let rev = e.s.poll(libc::POLLIN, arrival_bound()).unwrap_or(-1);
                 (rev & libc::POLLIN != 0, t.elapsed())
             });
             std::thread::sleep(Duration::from_millis(300));
@@ -2681,7 +2683,7 @@ fn ib_free_during_read(r: &mut Report, e: &mut Env) -> Result<(), String> {
     const LEN: usize = 1 << 19;
     const READS: usize = 4;
     const ROUNDS: usize = 12;
-    // Four 1 MiB reads over siw took more than ARRIVAL (5 s) in a guest beside others.
+    // Four 1 MiB reads over siw took more than arrival_bound() (5 s) in a guest beside others.
     const READS_DONE: Duration = Duration::from_secs(60);
     let smem = RdmaMem::new(READS * LEN).map_err(|e| format!("mmap: {e}"))?;
     let send_reads = |e: &mut Env, cookie: u64| -> Result<Vec<u64>, String> {

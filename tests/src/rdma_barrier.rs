@@ -11,7 +11,7 @@ use crate::rdma::{
     big, got, leftovers, notes_obs, nothing_or, one_note, rdma_op, recv_notes, same, send_ctl,
     vmpin_kb, wait_notes, Env, Hold, Op, LO,
 };
-use crate::util::{drain, err_name, pattern, res_obs, v4, ARRIVAL};
+use crate::util::{arrival_bound, drain, err_name, pattern, res_obs, v4};
 use crate::Report;
 use librds::rdma::{
     BarrierArgs, RDS_BARRIER_ARGS_SIZE, RDS_RDMA_DONTWAIT, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE,
@@ -249,7 +249,7 @@ pub(crate) fn run(r: &mut Report, e: &mut Env) -> Result<(), String> {
         let t = Instant::now();
         let o = bar(&b, &d1, id, 0);
         let waited = t.elapsed() >= Duration::from_millis(250);
-        let _ = b.set_recv_timeout(Some(ARRIVAL));
+        let _ = b.set_recv_timeout(Some(arrival_bound()));
         r.expect(
             "barrier_timeout",
             &format!("{o} waited={waited}"),
@@ -837,7 +837,7 @@ fn rdma_map_refused(
             &map(0),
             "ETIMEDOUT vmpin=+0 cookie=written free=EINVAL",
         );
-        let _ = m.set_send_timeout(Some(ARRIVAL));
+        let _ = m.set_send_timeout(Some(arrival_bound()));
         // An operation refused for the full buffer takes no id.
         let mut id = 12345u64;
         let res = rdma_op(&m, &e.ca, &o, b"op", Some(&mut id), libc::MSG_DONTWAIT);
