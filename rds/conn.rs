@@ -928,13 +928,23 @@ impl Conn {
     /// The peer acknowledged everything up to `ack` (any context; C: `rds_send_drop_acked`):
     /// those messages leave the retransmit list and are settled with their senders.
     pub(crate) fn ack_received(&self, ack: u64) {
+        self.ack_received_in(ack, None);
+    }
+
+    /// [`Conn::ack_received`] in process context: the messages it settles go back to their
+    /// senders' pools when nothing else holds them ([`Message::recycle_sent`]).
+    pub(crate) fn ack_received_recycling(&self, ack: u64, ctx: &ProcessCtx) {
+        self.ack_received_in(ack, Some(ctx));
+    }
+
+    fn ack_received_in(&self, ack: u64, ctx: Option<&ProcessCtx>) {
         if ack <= self.acked.load(Ordering::Acquire) {
             // Nothing on the retransmit list is that old (the invariant of `acked`).
             return;
         }
         let mut acked = List::<Message>::new();
         self.take_acked_locked(&mut self.inner.lock(), ack, &mut acked);
-        settle_acked(acked);
+        settle_acked(acked, ctx);
     }
 
     /// Moves what `ack` covers from the retransmit list to `out`, if anything.
@@ -968,7 +978,7 @@ impl Conn {
     pub(crate) fn rx_data(&self, ack: u64, seq: u64, flags: u8) -> RxVerdict {
         let mut acked = List::<Message>::new();
         let verdict = self.rx_data_locked(&mut self.inner.lock(), ack, seq, flags, &mut acked);
-        settle_acked(acked);
+        settle_acked(acked, None);
         verdict
     }
 
@@ -1115,9 +1125,12 @@ impl Conn {
 
 /// Settles the messages an ack took off the retransmit list with their senders (no lock
 /// held).
-fn settle_acked(mut acked: List<Message>) {
+fn settle_acked(mut acked: List<Message>, ctx: Option<&ProcessCtx>) {
     while let Some(m) = acked.pop_front() {
         send::complete(&m, RDS_RDMA_SUCCESS);
+        if let Some(ctx) = ctx {
+            Message::recycle_sent(m.into_arc(), ctx);
+        }
     }
 }
 

@@ -885,6 +885,25 @@ impl Message {
             cache.give_back(m, ctx);
             return;
         };
+        Self::to_pool(m, pool);
+    }
+
+    /// The caller, a network transport, is done with `msg`, a message this node sent (its
+    /// acknowledgement settled it, or the send request that carried it completed): if this
+    /// was the last reference, its memory goes back to its sender's pool, as
+    /// [`Message::recycle`] does for a message that arrived. Process context, as there.
+    pub(crate) fn recycle_sent(msg: Arc<Self>, _ctx: &ProcessCtx) {
+        let Some(mut m) = msg.into_unique_or_drop() else {
+            return;
+        };
+        if let Some(pool) = m.as_mut().body_mut().pool.take() {
+            Self::to_pool(m, pool);
+        }
+    }
+
+    /// Gives `m`'s memory to `pool` (the pool it came from).
+    fn to_pool(mut m: Pin<UniqueArc<Self>>, pool: Arc<MsgPool>) {
+        let b = m.as_mut().body_mut();
         // Its payload memory stays with it for the next message (within the pool's bounds, which
         // `give_back` applies to the large ones); what it held goes now.
         b.op = None;

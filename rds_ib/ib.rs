@@ -1158,7 +1158,7 @@ impl WcHandler for Path {
         let Some(q) = self.qpr() else { return };
         let slot = tag & !TAG_KIND;
         match tag & TAG_KIND {
-            TAG_SEND => q.send_done(&self.conn, slot, wc),
+            TAG_SEND => q.send_done(&self.conn, slot, wc, ctx),
             // Frames of an incarnation that is going are not delivered: a newer one may
             // already have delivered their retransmissions, and they would come again (an
             // original is not marked RETRANSMITTED, so the sequence check lets it through).
@@ -1833,7 +1833,7 @@ impl Qpr {
         Ok(())
     }
 
-    fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+    fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, ctx: &ProcessCtx) {
         let keeper = self.qp.complete_send(slot);
         self.ring.lock().free(1);
         if matches!(keeper, Some(Keep::Rdma { .. })) {
@@ -1856,7 +1856,10 @@ impl Qpr {
             }
             _ => {}
         }
-        drop(keeper);
+        // The message goes back to its sender's pool if the peer's ack already settled it.
+        if let Some(Keep::Send { msg, .. } | Keep::Rdma { msg, .. }) = keeper {
+            Message::recycle_sent(msg, ctx);
+        }
         if wc.status != WC_SUCCESS {
             wc_failed(conn, wc.status, Stat::RsIbSendError);
             return;
@@ -1918,12 +1921,12 @@ impl Qpr {
             Ok(FragOutcome::Ack(h)) => {
                 stats::inc(Stat::IbAckReceived);
                 self.credits_received(conn, h.credit);
-                conn.ack_received(h.ack);
+                conn.ack_received_recycling(h.ack, ctx);
                 drop(page);
             }
             Ok(FragOutcome::More(h)) => {
                 self.credits_received(conn, h.credit);
-                conn.ack_received(h.ack);
+                conn.ack_received_recycling(h.ack, ctx);
                 if self.rx.lock().frags.push(page, GFP_KERNEL).is_err() {
                     self.rx_failed(conn);
                     return;
@@ -1931,7 +1934,7 @@ impl Qpr {
             }
             Ok(FragOutcome::Complete { first, this, .. }) => {
                 self.credits_received(conn, this.credit);
-                conn.ack_received(this.ack);
+                conn.ack_received_recycling(this.ack, ctx);
                 let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
                 if pages.push(page, GFP_KERNEL).is_err() {
                     self.rx_failed(conn);

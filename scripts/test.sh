@@ -276,6 +276,9 @@ for soft in rxe siw; do
     expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_${soft}_${fam}_echo_exit")
   done
   expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_${soft}_rmmod_with_connections")
+  for check in recycle_warm recycle_steady; do
+    expect+=(--expect "$res/ib/ib-rs-$soft.tap:ib_rs_${soft}_$check")
+  done
 done
 # RDMA across rxe and siw, rds_rs at both ends (rds-tests ib-rdma; siw has no atomics).
 rdma_ib="connect cookie_offset_keeps_page_offset write_at_remote_offset read_at_remote_offset

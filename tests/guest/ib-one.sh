@@ -43,6 +43,9 @@ for soft in rxe siw; do
         tap $f not "ib_${soft}_${fam}_echo_exit" "rc=$rc" "$(tail -3 "$log")"
       fi
     done
+    # A sent message's memory goes back to its sender once the peer's ack settled it: sends
+    # in steady state allocate next to nothing (rs_msg_alloc against rs_msg_recycled).
+    run_prog harness.tap "ib_recycle_${soft}" "$TESTS" ib-recycle 192.0.2.2 192.0.2.1 "rs_${soft}" >> "$OUT/$f"
     # RDMA reads and writes across the device's connection (siw: fast registrations, no
     # atomics). What must arrive may take 30 s here, not 5 (megabytes through a soft device
     # under KASAN, on a loaded host: tests/src/util.rs, arrival_bound).

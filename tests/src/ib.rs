@@ -14,6 +14,11 @@
 //!   payload is checked byte by byte. With TOS, the client's main socket sends on a connection
 //!   of that type of service (the echoes come back on the server's, TOS 0).
 //!
+//! - `rds-tests ib-recycle LOCAL PEER TAG` (rds_rs only): two sockets of this host, one on each
+//!   address, exchange 1 KiB requests and 64-byte answers one at a time; in steady state a
+//!   sent message's memory goes back to its sender's pool once the peer's ack settled it
+//!   (`rs_msg_recycled`), so the sends allocate (`rs_msg_alloc`) next to nothing.
+//!
 //! Check names are prefixed by the client's tag (e.g. `rs_to_c_v4`), so that runs in both
 //! directions can be told apart; every check must pass (these are interop checks, not
 //! observations paired with another run).
@@ -620,5 +625,75 @@ pub(crate) fn reap(r: &mut Report, args: &[&str]) -> Result<(), String> {
         .map(|(p, _)| String::from_utf8_lossy(&p).into_owned())
         .unwrap_or_else(|e| e);
     r.expect("reap_after", &after, "after");
+    Ok(())
+}
+
+/// Warm-up exchanges of [`recycle`] (the connection, the pools' first spares).
+const RECYCLE_WARM: u64 = 200;
+/// Measured exchanges of [`recycle`]: two messages sent each.
+const RECYCLE_N: u64 = 1000;
+/// The allocations [`recycle`] allows in its measured exchanges: a message whose ack came
+/// before its send completion, or one settled by an ack-only frame that came late, is
+/// recycled at the completion instead; a few may still be in flight at a sender's next send.
+const RECYCLE_ALLOC_MAX: u64 = 20;
+
+pub(crate) fn recycle(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [local, peer, tag] = args else {
+        return Err("usage: ib-recycle LOCAL PEER TAG".into());
+    };
+    let lip: IpAddr = parse(local, "address")?;
+    let pip: IpAddr = parse(peer, "address")?;
+    let name = |c: &str| format!("ib_{tag}_{c}");
+    let cli = ib_socket(SocketAddr::new(lip, 4101))?;
+    let srv_addr = SocketAddr::new(pip, 4100);
+    let srv = ib_socket(srv_addr)?;
+    let mut buf = vec![0u8; 2048];
+    let exchange = |i: u64, buf: &mut [u8]| -> Result<(), String> {
+        let req = payload(1024, i);
+        cli.send_to(&req, srv_addr)
+            .map_err(|e| format!("send: {}", err_name(&e)))?;
+        let (got, from) = recv_wait(&srv, buf, ECHO_WAIT)?;
+        if got != req {
+            return Err(format!("request {i} came as {} B or changed", got.len()));
+        }
+        let ans = payload(64, i);
+        srv.send_to(&ans, from)
+            .map_err(|e| format!("answer: {}", err_name(&e)))?;
+        let (got, _) = recv_wait(&cli, buf, ECHO_WAIT)?;
+        if got != ans {
+            return Err(format!("answer {i} came as {} B or changed", got.len()));
+        }
+        Ok(())
+    };
+    let warm = (0..RECYCLE_WARM).try_for_each(|i| exchange(i, &mut buf));
+    r.check(
+        &name("recycle_warm"),
+        &RECYCLE_WARM.to_string(),
+        warm.clone(),
+    );
+    if warm.is_err() {
+        return Ok(());
+    }
+    let counters = || -> Result<(u64, u64), String> {
+        Ok((
+            crate::ib_mr::counter(&cli, "rs_msg_alloc")?,
+            crate::ib_mr::counter(&cli, "rs_msg_recycled")?,
+        ))
+    };
+    let (alloc0, rec0) = counters()?;
+    let run = (RECYCLE_WARM..RECYCLE_WARM + RECYCLE_N).try_for_each(|i| exchange(i, &mut buf));
+    let (alloc1, rec1) = counters()?;
+    let (alloc, rec) = (alloc1 - alloc0, rec1 - rec0);
+    let obs = format!("{} sends: alloc {alloc} recycled {rec}", 2 * RECYCLE_N);
+    let verdict = run.and_then(|()| {
+        if alloc <= RECYCLE_ALLOC_MAX && alloc + rec == 2 * RECYCLE_N {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected at most {RECYCLE_ALLOC_MAX} allocations, the rest recycled"
+            ))
+        }
+    });
+    r.check(&name("recycle_steady"), &obs, verdict);
     Ok(())
 }

@@ -289,6 +289,7 @@ fn main() -> ExitCode {
         ["hostile"] => hostile::run(&mut report),
         ["ib-echo", rest @ ..] => ib::echo(rest),
         ["ib-client", rest @ ..] => ib::client(&mut report, rest),
+        ["ib-recycle", rest @ ..] => ib::recycle(&mut report, rest),
         ["ib-bad", rest @ ..] => ib_bad::run(rest),
         ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
         ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
