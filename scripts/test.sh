@@ -224,7 +224,7 @@ for name in queued_fill_until_full queued_full_dontwait queued_full_sndtimeo \
     queued_blocked_sender_arrivals queued_cancel_refunds queued_cancel_other_destinations_arrive \
     queued_cancelled_never_arrive queued_info_send_messages queued_info6_send_messages \
     queued_info_empty_after_release queued_close_sender queued_close_receiver_release \
-    queued_netns_held queued_after_netns_gone; do
+    queued_netns_held queued_after_netns_gone queued_burst_recycled; do
   expect+=(--expect "$res/core/queued-rs.tap:$name")
 done
 # The core under faults and hostile input (rds_rs only: the test build's hooks).
