@@ -928,23 +928,27 @@ impl Conn {
     /// The peer acknowledged everything up to `ack` (any context; C: `rds_send_drop_acked`):
     /// those messages leave the retransmit list and are settled with their senders.
     pub(crate) fn ack_received(&self, ack: u64) {
-        self.ack_received_in(ack, None);
+        if ack <= self.acked.load(Ordering::Acquire) {
+            // Nothing on the retransmit list is that old (the invariant of `acked`).
+            return;
+        }
+        settle_acked(self.take_acked(ack), None);
     }
 
     /// [`Conn::ack_received`] in process context: the messages it settles go back to their
     /// senders' pools when nothing else holds them ([`Message::recycle_sent`]).
     pub(crate) fn ack_received_recycling(&self, ack: u64, ctx: &ProcessCtx) {
-        self.ack_received_in(ack, Some(ctx));
-    }
-
-    fn ack_received_in(&self, ack: u64, ctx: Option<&ProcessCtx>) {
         if ack <= self.acked.load(Ordering::Acquire) {
-            // Nothing on the retransmit list is that old (the invariant of `acked`).
             return;
         }
+        settle_acked(self.take_acked(ack), Some(ctx));
+    }
+
+    /// What `ack` covers, taken off the retransmit list.
+    fn take_acked(&self, ack: u64) -> List<Message> {
         let mut acked = List::<Message>::new();
         self.take_acked_locked(&mut self.inner.lock(), ack, &mut acked);
-        settle_acked(acked, ctx);
+        acked
     }
 
     /// Moves what `ack` covers from the retransmit list to `out`, if anything.

@@ -915,6 +915,7 @@ impl Message {
     }
 
     /// Gives `m`'s memory to `pool` (the pool it came from).
+    #[inline]
     fn to_pool(mut m: Pin<UniqueArc<Self>>, pool: Arc<MsgPool>) {
         let b = m.as_mut().body_mut();
         // Its payload memory stays with it for the next message (within the pool's bounds, which
