@@ -50,10 +50,7 @@ fn ib_socket(addr: SocketAddr) -> Result<RdsSocket, String> {
     let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
     s.set_transport(Transport::Ib)
         .map_err(|e| format!("SO_RDS_TRANSPORT: {}", err_name(&e)))?;
-    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-        s.set_int(libc::SOL_SOCKET, opt, 8 << 20)
-            .map_err(|e| format!("buffer size: {e}"))?;
-    }
+    crate::util::force_buffers(&s, 8 << 20)?;
     // A send that waits for room waits a bounded time.
     s.set_send_timeout(Some(ECHO_WAIT))
         .map_err(|e| format!("SO_SNDTIMEO: {e}"))?;
@@ -648,22 +645,40 @@ pub(crate) fn recycle(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let srv_addr = SocketAddr::new(pip, 4100);
     let srv = ib_socket(srv_addr)?;
     let mut buf = vec![0u8; 2048];
+    // `p` from `tx` to `to`, where `rx` must get it unchanged; returns its source.
+    let pass = |tx: &RdsSocket,
+                to: SocketAddr,
+                rx: &RdsSocket,
+                p: &[u8],
+                what: &str,
+                buf: &mut [u8]|
+     -> Result<SocketAddr, String> {
+        tx.send_to(p, to)
+            .map_err(|e| format!("{what}: send: {}", err_name(&e)))?;
+        let (got, from) = recv_wait(rx, buf, ECHO_WAIT)?;
+        if got != p {
+            return Err(format!("{what} came as {} B or changed", got.len()));
+        }
+        Ok(from)
+    };
     let exchange = |i: u64, buf: &mut [u8]| -> Result<(), String> {
-        let req = payload(1024, i);
-        cli.send_to(&req, srv_addr)
-            .map_err(|e| format!("send: {}", err_name(&e)))?;
-        let (got, from) = recv_wait(&srv, buf, ECHO_WAIT)?;
-        if got != req {
-            return Err(format!("request {i} came as {} B or changed", got.len()));
-        }
-        let ans = payload(64, i);
-        srv.send_to(&ans, from)
-            .map_err(|e| format!("answer: {}", err_name(&e)))?;
-        let (got, _) = recv_wait(&cli, buf, ECHO_WAIT)?;
-        if got != ans {
-            return Err(format!("answer {i} came as {} B or changed", got.len()));
-        }
-        Ok(())
+        let from = pass(
+            &cli,
+            srv_addr,
+            &srv,
+            &payload(1024, i),
+            &format!("request {i}"),
+            buf,
+        )?;
+        pass(
+            &srv,
+            from,
+            &cli,
+            &payload(64, i),
+            &format!("answer {i}"),
+            buf,
+        )
+        .map(|_| ())
     };
     let warm = (0..RECYCLE_WARM).try_for_each(|i| exchange(i, &mut buf));
     r.check(

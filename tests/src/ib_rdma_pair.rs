@@ -39,10 +39,7 @@ fn fnv(data: &[u8]) -> u32 {
 
 fn sock(addr: SocketAddr) -> Result<RdsSocket, String> {
     let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
-    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-        s.set_int(libc::SOL_SOCKET, opt, 8 << 20)
-            .map_err(|e| format!("buffer size: {e}"))?;
-    }
+    crate::util::force_buffers(&s, 8 << 20)?;
     s.bind(addr)
         .map_err(|e| format!("bind {addr}: {}", err_name(&e)))?;
     Ok(s)

@@ -162,10 +162,7 @@ fn burst_recycled(r: &mut Report) -> Result<(), String> {
     let rx = bound(rx_addr)?;
     let tx = bound(v4(LO, 4807))?;
     for s in [&rx, &tx] {
-        for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-            s.set_int(libc::SOL_SOCKET, opt, 4 << 20)
-                .map_err(|e| format!("buffer size: {}", err_name(&e)))?;
-        }
+        crate::util::force_buffers(s, 4 << 20)?;
     }
     let big = pattern(16384, 7);
     let small = pattern(64, 8);

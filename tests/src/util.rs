@@ -24,6 +24,15 @@ pub(crate) fn arrival_bound() -> Duration {
     }))
 }
 
+/// Forces `s`'s send and receive buffers to `bytes` (`SO_SNDBUFFORCE`, `SO_RCVBUFFORCE`).
+pub(crate) fn force_buffers(s: &RdsSocket, bytes: i32) -> Result<(), String> {
+    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
+        s.set_int(libc::SOL_SOCKET, opt, bytes)
+            .map_err(|e| format!("buffer size: {e}"))?;
+    }
+    Ok(())
+}
+
 /// What rds_rs charges a message against its sender's send buffer and its receiver's receive
 /// buffer on top of its payload (`Documentation/differences-from-c.md`: "0-byte messages are
 /// charged"); C charges the payload alone.
