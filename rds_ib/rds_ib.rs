@@ -5,7 +5,6 @@
 //! `net/rds/ib*.c`, `rdma_transport.c`). `Documentation/design.md` says why it is part of
 //! `rds_rs.ko` rather than a module of its own.
 
-#[path = "ib.rs"]
 mod ib;
 
 pub(crate) use ib::IbModule;

@@ -5,7 +5,7 @@
 //!
 //! C counterpart: `net/rds/ib_frmr.c` (`rds_ib_post_reg_frmr`), which posts on the QP of the
 //! connection that carried `RDS_CMSG_RDMA_MAP`. Here a registration belongs to the device, as
-//! on IB/RoCE (`ib_reg_user_mr`, `super::IbMr`), but siw's `ib_reg_user_mr` addresses a
+//! on IB/RoCE (`ib_reg_user_mr`, `super::mr::IbMr`), but siw's `ib_reg_user_mr` addresses a
 //! registration by the user's virtual address whatever iova it is given, which a cookie's
 //! 32-bit offset cannot carry. So on iWARP a registration is an MR of the PD
 //! (`ib_alloc_mr` + `ib_map_mr_sg` over the pages the core pinned, its address set to the
@@ -25,7 +25,7 @@
 //! (a placement that found the STag valid just before runs with preemption disabled). A READ
 //! RESPONSE siw started before goes on, though (one lookup per response): the owner fences
 //! every QP of the device before the pages are unmapped and unpinned (`fence_device` in
-//! `ib.rs`).
+//! `fence.rs`).
 //!
 //! # Contexts
 //!
@@ -33,7 +33,8 @@
 //! the QPs of the two ends, but never destroy an id or drop one: [`teardown`] does, from the
 //! registering thread or the device's removal, with the device's service lock held.
 
-use super::{IbDev, MrCell, RESOLVE_MS};
+use super::mr::{DevMr, MrCell};
+use super::{IbDev, RESOLVE_MS};
 use crate::bindings::ib::{
     cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
     SendSource, Waiter, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND, WC_SUCCESS,
@@ -482,7 +483,7 @@ pub(super) fn register(
         }
     }
     let rkey = mr.rkey();
-    *cell.lock() = Some(super::DevMr::Fast(mr));
+    *cell.lock() = Some(DevMr::Fast(mr));
     let pd = dev.pd.lock();
     let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
     drop(old);

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Registrations on RDMA devices.
+//!
+//! C counterpart: `net/rds/ib_rdma.c` (`rds_ib_get_mr`, `rds_ib_free_mr` and the MR pools)
+//! and `ib_frmr.c`.
+//!
+//! [`DevMr`] (the device registration: `ib_reg_user_mr`, or on iWARP a fast registration made
+//! by [`super::frwr`]), [`MrCell`] (its slot in the device's list), [`IbMr`] (the handle the
+//! core keeps) and [`IbMrReg`] (what dropping it undoes: on iWARP with a fence,
+//! [`super::fence`]), and `MrOps for IbTransport`, which makes them.
+
+use super::fence::fence_device;
+use super::frwr;
+use super::{IbDev, IbTransport, MR_8K_PAGES};
+use crate::bindings::ib::{FastMr, UserMr};
+use crate::bindings::mm::random_u32;
+use crate::bindings::sync::{DropInProcess, ProcessCtx, ProcessDrop};
+use crate::proto::{loop_region, RdsIovec, Region, Stat};
+use crate::stats;
+use crate::transport::{MrHandle, MrOps, RegRequest};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::{Arc, Mutex},
+};
+
+/// A registration on a device: by `ib_reg_user_mr` (IB, RoCE) or fast registration (iWARP).
+/// Dropping it revokes it.
+pub(super) enum DevMr {
+    User(UserMr),
+    Fast(FastMr),
+}
+
+impl DevMr {
+    fn rkey(&self) -> u32 {
+        match self {
+            DevMr::User(m) => m.rkey(),
+            DevMr::Fast(m) => m.rkey(),
+        }
+    }
+}
+
+/// A registration's slot in its device's list: the device registration while it is valid.
+pub(super) type MrCell = Mutex<Option<DevMr>>;
+
+/// A registration on an RDMA device (C: an FRWR or FMR of `ib_rdma.c`): made with
+/// `ib_reg_user_mr` on the device's PD (on iWARP, by fast registration on the device's service
+/// connection: `frwr`), so it belongs to the device, not to a connection. It
+/// needs no connection to be made, is usable on every connection of the device, outlives
+/// reconnects, and is revoked by `ib_dereg_mr`, which returns only once no peer can reach the
+/// memory. Peers address it from the random page-aligned base of its region (the cookie's
+/// offset, as loopback's model does), not from 0.
+struct IbMr {
+    rkey: u32,
+    region: Region,
+    /// Dropped (deregistration and unpinning) in process context.
+    _reg: ProcessDrop<IbMrReg>,
+}
+
+impl MrHandle for IbMr {
+    fn rkey(&self) -> u32 {
+        self.rkey
+    }
+
+    fn region(&self) -> Region {
+        self.region
+    }
+}
+
+/// What dropping an [`IbMr`] undoes, in process context: the device registration (unless the
+/// device's removal revoked it first), then the core's pin of the pages.
+struct IbMrReg {
+    dev: Arc<IbDev>,
+    rkey: u32,
+    /// Of C's 8 KiB pool's size (for the counters).
+    small: bool,
+    cell: Arc<MrCell>,
+    _pages: crate::rdma::RegPages,
+}
+
+impl DropInProcess for IbMrReg {
+    fn end(self, ctx: &ProcessCtx) {
+        let listed = self.dev.mrs.lock().remove(&self.rkey);
+        drop(listed);
+        // Deregistered here, under the cell's lock (so that the device's removal, which takes
+        // it before the PD goes, waits for the deregistration); the pages are unpinned after,
+        // when `_pages` goes.
+        let mut cell = self.cell.lock();
+        let mut mr = cell.take();
+        if mr.is_some() {
+            stats::inc(Stat::RsIbMrDeregistered);
+        }
+        if let Some(DevMr::Fast(f)) = &mut mr {
+            // iWARP (siw) looks a registration up once per READ RESPONSE: one that started
+            // before the deregistration goes on reading the pages. They stay mapped and
+            // pinned until every QP of the device is past what it was doing.
+            f.deregister(ctx);
+            fence_device(&self.dev, ctx);
+        }
+        stats::inc(if self.small {
+            Stat::IbRdmaMr8kFree
+        } else {
+            Stat::IbRdmaMr1mFree
+        });
+        drop(mr);
+        drop(cell);
+    }
+}
+
+impl MrOps for IbTransport {
+    fn register(&self, req: RegRequest, ctx: &ProcessCtx) -> Result<Arc<dyn MrHandle>> {
+        let dev = self.find_addr(&req.laddr, ctx).ok_or(ENODEV)?;
+        let vec = RdsIovec {
+            addr: req.addr,
+            bytes: req.len,
+        };
+        let region = loop_region(&vec, random_u32());
+        // C's pool of the registration's size, for its counters.
+        let small = vec.pages() <= MR_8K_PAGES;
+        if dev.attrs.iwarp && vec.pages() > u64::from(dev.attrs.max_fast_reg_pages) {
+            // More pages than one fast registration maps (siw: 256, so a 1 MiB range that does
+            // not start on a page boundary). C's `rds_ib_map_frmr` fails such a mapping with
+            // `EINVAL`.
+            return Err(EINVAL);
+        }
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let cell = Arc::pin_init(new_mutex!(None, "IbMr::cell"), GFP_KERNEL)?;
+        let rkey = if dev.attrs.iwarp {
+            // siw takes the user address as an `ib_reg_user_mr` registration's iova whatever
+            // it is asked for, which a cookie's 32-bit offset cannot carry: fast registration.
+            frwr::register(
+                &dev,
+                &req.laddr,
+                &req.pages,
+                (req.addr % crate::bindings::mm::PAGE_SIZE as u64) as usize,
+                req.len,
+                u64::from(region.offset),
+                req.remote_write,
+                &cell,
+                node,
+                ctx,
+            )?
+        } else {
+            let pd = dev.pd.lock();
+            let pd = pd.as_ref().ok_or(ENODEV)?;
+            // SAFETY: `cell` (listed by the device below, under the PD's lock) gets the MR: device
+            // removal deregisters it before the PD goes, else `IbMrReg`'s drop does, in process
+            // context, while the device and its PD live.
+            let mr = unsafe {
+                UserMr::register(
+                    pd,
+                    req.addr,
+                    req.len,
+                    u64::from(region.offset),
+                    req.remote_write,
+                    dev.attrs.atomics,
+                    ctx,
+                )?
+            };
+            let mr = DevMr::User(mr);
+            let rkey = mr.rkey();
+            *cell.lock() = Some(mr);
+            let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
+            drop(old);
+            rkey
+        };
+        stats::inc(Stat::RsIbMrRegistered);
+        stats::inc(if small {
+            Stat::IbRdmaMr8kAlloc
+        } else {
+            Stat::IbRdmaMr1mAlloc
+        });
+        let reg = ProcessDrop::new(
+            IbMrReg {
+                dev,
+                rkey,
+                small,
+                cell,
+                _pages: req.pages,
+            },
+            GFP_KERNEL,
+            ctx,
+        )?;
+        let mr: Arc<dyn MrHandle> = Arc::new(
+            IbMr {
+                rkey,
+                region,
+                _reg: reg,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(mr)
+    }
+
+    fn flush(&self, _ctx: &ProcessCtx) {}
+}

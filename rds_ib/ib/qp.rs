@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The QP of a path and what the data path keeps with it.
+//!
+//! C counterpart: the QP, ring, credit and ack fields of `struct rds_ib_connection`
+//! (`net/rds/ib.h`), set up by `rds_ib_setup_qp` (`ib_cm.c`).
+//!
+//! [`Qpr`]'s definition and constructor; its methods are with the side they serve:
+//! [`super::send`] (ring slots, credits, SENDs and acks), [`super::recv`] (receive
+//! completions) and [`super::rdma`] (RDMA and atomic operations). Also what a `Qpr` holds on
+//! its device while it lives: its place in the device's QP list (`Listed`, for the fences of
+//! [`super::fence`]) and in its count of paths (`PathToken`).
+
+use super::conn::Path;
+use super::recv::RxState;
+use super::send::Keep;
+use super::{IbDev, RECV_WR, SEND_WR, SEND_WR_IWARP};
+use crate::bindings::ib::{CmIdRef, Pd, Qp, QpEvents, QpSpec, WcHandler, QP_EVENT_COMM_EST};
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::proto::{Credits, Reassembly, WorkRing, CREDIT_UPDATE_AT};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::RBTreeNodeReservation,
+    sync::{Arc, Mutex},
+};
+
+/// The QP of a path and what the data path keeps with it.
+#[pin_data]
+pub(super) struct Qpr {
+    pub(super) qp: Arc<Qp<Keep>>,
+    pub(super) dev: Arc<IbDev>,
+    /// The send ring: which slots are in use (SENDs complete in order).
+    #[pin]
+    pub(super) ring: SpinLockBh<WorkRing>,
+    /// Reassembly. Completions run in process context (the CQ's poll work), one at a time
+    /// per CQ: a mutex, so that collecting fragments may allocate.
+    #[pin]
+    pub(super) rx: Mutex<RxState>,
+    /// `xmit` found the ring full or ran out of credits: the next send completion or credit
+    /// update kicks the connection.
+    pub(super) waiting: AtomicBool,
+    /// Flow control (both ends offered credits), settled before this end sends anything.
+    pub(super) flowctl: AtomicBool,
+    /// The credits of flow control (counted from the start; enforced when `flowctl`).
+    pub(super) credits: Credits,
+    /// Posted receives untold to the peer that make an ack-only frame worth it.
+    pub(super) update_at: u32,
+    /// The ack-only frame is out (one at a time; its completion sends the next if wanted).
+    pub(super) ack_busy: AtomicBool,
+    /// iWARP's responder must not send before the initiator's first frame arrives (MPA):
+    /// the passive side holds its sends until its first receive, which kicks the connection.
+    pub(super) hold: AtomicBool,
+    /// The receive side gave up on this QP (a bad frame, a failed receive): the frames still
+    /// in its ring are discarded, not delivered. A frame after one that was thrown away
+    /// would otherwise be delivered, and the one thrown away, when the sender sends it again
+    /// after the reconnect (as a retransmission, with a sequence number below what was
+    /// delivered), dropped as a duplicate: lost.
+    pub(super) rx_dead: AtomicBool,
+    /// RDMA work requests posted and not completed yet.
+    pub(super) rdma_inflight: AtomicU32,
+    /// Lists the QP on its device (before `_token`: a path stops counting only after).
+    _listed: Listed,
+    /// Counts the path on its device.
+    _token: PathToken,
+}
+
+/// A QP listed on its device (`IbDev::qps`) until this goes.
+struct Listed {
+    dev: Arc<IbDev>,
+    key: usize,
+}
+
+impl Listed {
+    fn new(dev: &Arc<IbDev>, qp: &Arc<Qp<Keep>>) -> Result<Self> {
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let key = &**qp as *const Qp<Keep> as usize;
+        let old = dev.qps.lock().insert(node.into_node(key, qp.clone()));
+        drop(old);
+        Ok(Self {
+            dev: dev.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let node = self.dev.qps.lock().remove_node(&self.key);
+        // The QP (if that was its last reference) goes outside the lock.
+        drop(node);
+    }
+}
+
+/// A path alive on a device (its `paths` count).
+struct PathToken(Arc<IbDev>);
+
+impl Drop for PathToken {
+    fn drop(&mut self) {
+        self.0.paths.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Qpr {
+    pub(super) fn new(
+        path: Arc<Path>,
+        id: CmIdRef<'_>,
+        dev: Arc<IbDev>,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Self>> {
+        let token = {
+            // Counted under the device list's lock, which `remove` sets `removing` beside.
+            let _devs = path.ic().ok_or(ENODEV)?.ib.devs.lock();
+            if dev.removing.load(Ordering::Acquire) {
+                return Err(ENODEV);
+            }
+            dev.paths.fetch_add(1, Ordering::AcqRel);
+            PathToken(dev.clone())
+        };
+        // The send queue also takes the ack-only frame and a fence.
+        let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
+        let send_wr = if dev.attrs.iwarp {
+            SEND_WR_IWARP
+        } else {
+            SEND_WR
+        };
+        let spec = QpSpec {
+            nsend: send_wr.min(cap),
+            nrecv: RECV_WR.min(cap),
+            vector: 0,
+        };
+        let active = path.active;
+        let conn = path.conn.clone();
+        let events = QpEvents {
+            handler: Arc::new(
+                move |ev: i32| {
+                    // COMM_EST is handled by rdma_cm; any other event is fatal for the QP.
+                    if ev != QP_EVENT_COMM_EST {
+                        conn.drop_connection();
+                    }
+                },
+                GFP_KERNEL,
+            )?,
+        };
+        let handler: Arc<dyn WcHandler> = path;
+        let qp = {
+            let pd = dev.pd.lock();
+            let pd: &Pd = pd.as_ref().ok_or(ENODEV)?;
+            Qp::new(id, None, pd, &spec, handler, events, ctx)?
+        };
+        let listed = match Listed::new(&dev, &qp) {
+            Ok(l) => l,
+            Err(e) => {
+                qp.shutdown(ctx);
+                return Err(e);
+            }
+        };
+        Arc::pin_init(
+            pin_init!(Self {
+                qp,
+                dev: dev.clone(),
+                ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "Qpr::ring"),
+                rx <- new_mutex!(
+                    RxState {
+                        reasm: Reassembly::default(),
+                        frags: KVec::new(),
+                    },
+                    "Qpr::rx"
+                ),
+                waiting: AtomicBool::new(false),
+                flowctl: AtomicBool::new(false),
+                credits: Credits::new(),
+                update_at: CREDIT_UPDATE_AT.min(spec.nrecv / 2).max(1),
+                ack_busy: AtomicBool::new(false),
+                hold: AtomicBool::new(!active && dev.attrs.iwarp),
+                rx_dead: AtomicBool::new(false),
+                rdma_inflight: AtomicU32::new(0),
+                _listed: listed,
+                _token: token,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA and atomic operations on a path's QP.
+//!
+//! C counterpart: `net/rds/ib_send.c` (`rds_ib_xmit_rdma`, `rds_ib_xmit_atomic`,
+//! `rds_ib_send_unmap_op`).
+//!
+//! [`atomic_wr`], the work request of an atomic operation; [`op_status`], what a failed work
+//! request of an operation reports; `post_op`, which posts a message's operation ahead of its
+//! SENDs ([`super::send`]).
+
+use super::qp::Qpr;
+use super::send::Keep;
+use crate::bindings::ib::{
+    DmaMapping, RdmaWr, SEND_SIGNALED, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
+};
+use crate::bindings::mm::PinnedPages;
+use crate::conn::Conn;
+use crate::message::Message;
+use crate::proto::{
+    AtomicOp, Stat, RDS_RDMA_DROPPED, RDS_RDMA_OTHER_ERROR, RDS_RDMA_REMOTE_ERROR, RDS_RDMA_SUCCESS,
+};
+use crate::rdma::OpKind;
+use crate::send;
+use crate::stats;
+use crate::transport::XmitError;
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+/// The work request of an atomic operation.
+pub(super) fn atomic_wr(a: &AtomicOp) -> RdmaWr {
+    match *a {
+        AtomicOp::Fadd { add, nocarry_mask } => RdmaWr::Fadd { add, nocarry_mask },
+        AtomicOp::Cswp {
+            compare,
+            swap,
+            compare_mask,
+            swap_mask,
+        } => RdmaWr::Cswp {
+            compare,
+            swap,
+            compare_mask,
+            swap_mask,
+        },
+    }
+}
+
+/// The `RDS_RDMA_*` status of an operation whose work request failed with `wc_status` (C:
+/// `rds_ib_send_unmap_op`'s mapping, except for a lost peer): a remote access error is the
+/// peer's refusal (a bad r_key, an address outside the registration, no write permission);
+/// retries exhausted mean the peer was lost, as a flush does (C: `RDS_RDMA_OTHER_ERROR`);
+/// anything else is an error of the connection.
+pub(super) fn op_status(wc_status: i32) -> i32 {
+    match wc_status {
+        WC_REM_ACCESS_ERR => RDS_RDMA_REMOTE_ERROR,
+        WC_RETRY_EXC_ERR | WC_RNR_RETRY_EXC_ERR => RDS_RDMA_DROPPED,
+        _ => RDS_RDMA_OTHER_ERROR,
+    }
+}
+
+impl Qpr {
+    /// Posts the RDMA operation of `msg` (C: `rds_ib_xmit_rdma`): its local pieces in work
+    /// requests of at most `max_sge` pieces each, the remote address advancing from one to
+    /// the next, all of them or none (`Full` until the ring has room for all). Every one is
+    /// signaled (its completion frees its slot and unmaps its pieces; a failure reports the
+    /// operation); when `alone` (a silent operation with no message behind it), the last one's
+    /// completion completes the operation. An operation that cannot be posted here completes
+    /// at once with `RDS_RDMA_OTHER_ERROR`, and its message goes on.
+    pub(super) fn post_op(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        alone: bool,
+    ) -> Result<(), XmitError> {
+        let Some(op) = msg.op.as_deref() else {
+            return Ok(());
+        };
+        let mut maps = KVec::new();
+        // Maps `len` bytes of the operation's pinned `pages` at `off` (for the device to read
+        // them: `to_device`), piece by piece, onto `maps`.
+        let mut map = |pages: &PinnedPages, off: usize, len: usize, to_device: bool| {
+            // SAFETY: The pages belong to the operation, which the message owns; every work
+            // request keeps the message (`Keep::Rdma`) and its slot unmaps its pieces before
+            // letting the message go.
+            let m = unsafe { DmaMapping::pinned(self.dev.dev, pages, off, len, to_device) }
+                .map_err(|_| XmitError::NoMem)?;
+            for piece in m {
+                maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+            }
+            Ok::<_, XmitError>(())
+        };
+        let (wr, remote_addr, stat) = match &op.kind {
+            OpKind::Rdma {
+                write,
+                remote_addr,
+                local,
+            } => {
+                for seg in local.iter() {
+                    map(&seg.pages, seg.offset, seg.len, *write)?;
+                }
+                if *write {
+                    (RdmaWr::Write, *remote_addr, Stat::RsIbRdmaWrite)
+                } else {
+                    (RdmaWr::Read, *remote_addr, Stat::RsIbRdmaRead)
+                }
+            }
+            OpKind::Atomic {
+                op: a,
+                remote_addr,
+                local,
+                offset,
+            } => {
+                let wr = atomic_wr(a);
+                if !self.dev.runs_atomic(&wr) {
+                    // The device changed since `runs_op` looked.
+                    send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+                    return Ok(());
+                }
+                // The old value's 8 bytes, written by the device.
+                map(local, *offset, 8, false)?;
+                (wr, *remote_addr, Stat::RsIbAtomic)
+            }
+        };
+        if maps.is_empty() {
+            // Nothing to move.
+            if alone {
+                send::op_complete(msg, RDS_RDMA_SUCCESS);
+            }
+            return Ok(());
+        }
+        // A READ takes at most `max_sge_rd` local pieces (siw: 1). Its sink is named by the
+        // PD's local DMA l_key: siw checks only local write access for it (`siw_proc_rresp`),
+        // which that key has, so no registration of the sink is needed.
+        let per = if matches!(wr, RdmaWr::Read) {
+            self.qp
+                .max_sge()
+                .min(self.dev.attrs.max_sge_rd.max(1) as usize)
+        } else {
+            self.qp.max_sge()
+        };
+        let nwr = maps.len().div_ceil(per);
+        // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
+        // with a TERMINATE that ends the connection: a READ of one byte behind the writes
+        // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their
+        // completion mean that the data is at the peer, and a refusal an operation that does
+        // not complete (the connection's reset reports it dropped). The SEND behind it is
+        // fenced.
+        let placed = self.dev.attrs.iwarp && matches!(wr, RdmaWr::Write);
+        let Ok(want) = u32::try_from(nwr + usize::from(placed)) else {
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        };
+        if want > self.qp.nsend() {
+            send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
+            return Ok(());
+        }
+        let pos = {
+            let mut ring = self.ring.lock();
+            let (pos, got) = ring.alloc(want);
+            if got < want {
+                ring.unalloc(got);
+                drop(ring);
+                stats::inc(Stat::IbTxRingFull);
+                // A completion kicks the connection; it retries from the start.
+                self.waiting.store(true, Ordering::SeqCst);
+                return Err(XmitError::Full);
+            }
+            pos
+        };
+        let nslots = self.qp.nsend();
+        let mut raddr = remote_addr;
+        let mut pieces = maps.into_iter();
+        for k in 0..want {
+            let mut bytes = 0u64;
+            let keep = Keep::Rdma {
+                msg: msg.clone(),
+                completes: alone && k + 1 == want,
+            };
+            let posted = if placed && k + 1 == want {
+                self.qp.post_fence_read(
+                    (pos + k) % nslots,
+                    keep,
+                    (remote_addr, op.rkey),
+                    SEND_SIGNALED,
+                )
+            } else {
+                KVec::with_capacity(per, GFP_KERNEL)
+                    .map_err(Error::from)
+                    .and_then(|mut chunk| {
+                        for m in pieces.by_ref().take(per) {
+                            bytes += m.len() as u64;
+                            // Room for `per` was reserved.
+                            chunk.push(m, GFP_KERNEL)?;
+                        }
+                        self.qp.post_rdma(
+                            (pos + k) % nslots,
+                            keep,
+                            chunk,
+                            &wr,
+                            (raddr, op.rkey),
+                            SEND_SIGNALED,
+                        )
+                    })
+            };
+            if posted.is_err() {
+                // The QP is going (or failed): the rest of the slots go back, and the reset
+                // reports the operation dropped (it is never sent again).
+                self.ring.lock().unalloc(want - k);
+                conn.drop_connection();
+                return Err(XmitError::Full);
+            }
+            self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
+            raddr = raddr.wrapping_add(bytes);
+        }
+        stats::inc(stat);
+        Ok(())
+    }
+}

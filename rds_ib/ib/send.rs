@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send side of a path's QP: ring slots and credits, a message's SENDs, their
+//! completions, the credits a header grants, and ack-only frames.
+//!
+//! C counterpart: `net/rds/ib_send.c` (`rds_ib_xmit`, `rds_ib_send_cqe_handler`,
+//! `rds_ib_send_grab_credits`, `rds_ib_send_add_credits`) and the ack half of `ib_recv.c`
+//! (`rds_ib_attempt_ack`, `rds_ib_send_ack`).
+//!
+//! [`Keep`], what a send work request keeps until it completes (the [`SendSource`] of the
+//! QP's SENDs), and the send-side methods of [`Qpr`]: flow control (`engage_flow_control`,
+//! `credits_received`), `reserve`, `xmit` and `post`, `send_done`, `attempt_ack` and
+//! `send_ack`.
+
+use super::conn::wc_failed;
+use super::qp::Qpr;
+use super::rdma::op_status;
+use crate::bindings::ib::{
+    Piece, SendSource, Wc, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, WC_FLUSH_ERR, WC_SUCCESS,
+};
+use crate::bindings::sync::ProcessCtx;
+use crate::conn::Conn;
+use crate::message::{Frag, Message};
+use crate::proto::{frag_count, Grab, Header, Stat, HEADER_LEN, MAX_ADV_CREDIT, RDS_RDMA_SUCCESS};
+use crate::rdma::OpKind;
+use crate::send;
+use crate::stats;
+use crate::transport::{XmitError, XmitProgress};
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc};
+
+/// What a send work request keeps until it completes: its message.
+pub(super) enum Keep {
+    /// A SEND of a fragment of the message (its payload); `last`: the last fragment, whose
+    /// completion completes the message's operation (RC ordering: the operation's RDMA, posted
+    /// before it, is done).
+    Send { msg: Arc<Message>, last: bool },
+    /// An RDMA work request of the message's operation (the message owns the pages it
+    /// maps); `completes`: the last of a silent operation that has no SEND behind it, whose
+    /// completion completes the operation.
+    Rdma { msg: Arc<Message>, completes: bool },
+}
+
+impl SendSource for Keep {
+    fn piece(&self, idx: usize) -> Option<Piece<'_>> {
+        let Keep::Send { msg, .. } = self else {
+            return None;
+        };
+        msg.data.segment(idx).map(|f| match f {
+            Frag::Page(p, o, n) => Piece::Page(p, o, n),
+            Frag::Bytes(b) => Piece::Bytes(b),
+        })
+    }
+}
+
+impl Qpr {
+    /// Engages flow control if the peer offered `credit` (its posted receives) in the
+    /// handshake; this end always offers its own.
+    pub(super) fn engage_flow_control(&self, credit: u32) {
+        if credit != 0 {
+            self.credits.add_send(credit);
+            self.flowctl.store(true, Ordering::Release);
+        }
+    }
+
+    pub(super) fn flow_controlled(&self) -> bool {
+        self.flowctl.load(Ordering::Acquire)
+    }
+
+    /// Up to `want` send slots and, under flow control, as many credits: the first slot's
+    /// position, how many, and the posted credits to advertise with them. `None` when none is
+    /// free; the next send completion or credit update kicks the connection then.
+    fn reserve(&self, want: u32) -> Option<(u32, Grab)> {
+        for first in [true, false] {
+            let (pos, got) = self.ring.lock().alloc(want);
+            if got == 0 {
+                stats::inc(Stat::IbTxRingFull);
+            } else {
+                let g = if self.flow_controlled() {
+                    self.credits.grab(got, false, MAX_ADV_CREDIT)
+                } else {
+                    Grab { got, advertise: 0 }
+                };
+                if g.got < got {
+                    // Only `xmit` allocates send slots, and the core runs one at a time.
+                    self.ring.lock().unalloc(got - g.got);
+                    stats::inc(Stat::IbTxThrottle);
+                }
+                if g.got > 0 {
+                    if g.got < want {
+                        self.waiting.store(true, Ordering::SeqCst);
+                    }
+                    return Some((pos, g));
+                }
+            }
+            if first {
+                // Ask to be kicked, then look once more: room or credits may have come
+                // between the look and the ask.
+                self.waiting.store(true, Ordering::SeqCst);
+            }
+        }
+        None
+    }
+
+    /// Sends (more of) `msg`: each fragment a SEND of the header and at most 4 KiB; stops
+    /// when the ring is full or the credits are out (a completion or a credit update kicks
+    /// the connection).
+    pub(super) fn xmit(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+    ) -> Result<(), XmitError> {
+        if self.hold.load(Ordering::Acquire) {
+            // Released (and the connection kicked) by the first receive.
+            return Err(XmitError::Full);
+        }
+        let total = frag_count(msg.len);
+        if !progress.op_sent && msg.op.is_some() {
+            // The operation first, then the message behind it on the same QP; a silent
+            // operation with nothing to say has no message (C: `rds_send_xmit`).
+            let alone = msg
+                .op
+                .as_deref()
+                .is_some_and(|op| op.silent && msg.len == 0 && msg.rdma_cookie == 0);
+            self.post_op(conn, msg, alone)?;
+            progress.op_sent = true;
+            if alone {
+                progress.sent = total as usize;
+                return Ok(());
+            }
+        }
+        let done = u32::try_from(progress.sent).unwrap_or(total);
+        if done >= total {
+            return Ok(());
+        }
+        let Some((pos, g)) = self.reserve(total - done) else {
+            return Err(XmitError::Full);
+        };
+        self.post(conn, msg, progress, pos, g, done, total)
+    }
+
+    #[expect(clippy::too_many_arguments)]
+    fn post(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+        pos: u32,
+        g: Grab,
+        done: u32,
+        total: u32,
+    ) -> Result<(), XmitError> {
+        // The header of every fragment: the piggybacked ack and C's checksum; the first one
+        // posted now also tells the receives posted since the last update.
+        let base = msg.header(conn.piggyback_ack());
+        let hdr: [u8; HEADER_LEN] = base.with_checksum().encode();
+        let first_hdr = (g.advertise > 0).then(|| {
+            stats::inc(Stat::IbTxCreditUpdates);
+            Header {
+                credit: u8::try_from(g.advertise).unwrap_or(u8::MAX),
+                ..base
+            }
+            .with_checksum()
+            .encode()
+        });
+        let nslots = self.qp.nsend();
+        for k in 0..g.got {
+            let frag = done + k;
+            let slot = (pos + k) % nslots;
+            let last = frag + 1 == total;
+            let flags = if last {
+                SEND_SIGNALED | SEND_SOLICITED
+            } else {
+                SEND_SIGNALED
+            };
+            let piece = (msg.len > 0).then_some(frag as usize);
+            let h = match &first_hdr {
+                Some(f) if k == 0 => f,
+                _ => &hdr,
+            };
+            // The first SEND behind an RDMA read or an atomic (whose results the message
+            // announces), or a fenced operation, waits for it; on iWARP, behind a write too
+            // (which ends in a READ: `post_op`).
+            let fence = frag == 0
+                && msg.op.as_deref().is_some_and(|op| {
+                    op.fence
+                        || self.dev.attrs.iwarp
+                        || matches!(
+                            op.kind,
+                            OpKind::Rdma { write: false, .. } | OpKind::Atomic { .. }
+                        )
+                });
+            let flags = if fence { flags | SEND_FENCE } else { flags };
+            let keep = Keep::Send {
+                msg: msg.clone(),
+                last,
+            };
+            if self.qp.post_send(slot, h, keep, piece, flags).is_err() {
+                // The QP is going (or failed): what was not posted goes back; the connection
+                // resets and the message is sent again.
+                self.ring.lock().unalloc(g.got - k);
+                if self.flow_controlled() {
+                    self.credits.unget(g.got - k);
+                }
+                progress.sent = frag as usize;
+                conn.drop_connection();
+                return Err(XmitError::Full);
+            }
+            progress.sent = frag as usize + 1;
+        }
+        if done + g.got < total {
+            return Err(XmitError::Full);
+        }
+        progress.op_sent = true;
+        Ok(())
+    }
+
+    pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, ctx: &ProcessCtx) {
+        let keeper = self.qp.complete_send(slot);
+        self.ring.lock().free(1);
+        if matches!(keeper, Some(Keep::Rdma { .. })) {
+            self.rdma_inflight.fetch_sub(1, Ordering::AcqRel);
+        }
+        // The operation of a message completes with the SEND behind it (or, alone, its last
+        // RDMA request); a failed request of its reports it (a flush: the reset does).
+        match &keeper {
+            Some(Keep::Send { msg, last: true })
+            | Some(Keep::Rdma {
+                msg,
+                completes: true,
+            }) if wc.status == WC_SUCCESS && msg.op.is_some() => {
+                send::op_complete(msg, RDS_RDMA_SUCCESS);
+            }
+            Some(Keep::Send { msg, .. }) | Some(Keep::Rdma { msg, .. })
+                if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR && msg.op.is_some() =>
+            {
+                send::op_complete(msg, op_status(wc.status));
+            }
+            _ => {}
+        }
+        // The message goes back to its sender's pool if the peer's ack already settled it.
+        if let Some(Keep::Send { msg, .. } | Keep::Rdma { msg, .. }) = keeper {
+            Message::recycle_sent(msg, ctx);
+        }
+        if wc.status != WC_SUCCESS {
+            wc_failed(conn, wc.status, Stat::RsIbSendError);
+            return;
+        }
+        if self.waiting.swap(false, Ordering::AcqRel) {
+            conn.kick();
+        }
+    }
+
+    /// A header granted `n` send credits (C counts them whatever the flow control).
+    pub(super) fn credits_received(&self, conn: &Arc<Conn>, n: u8) {
+        if n == 0 {
+            return;
+        }
+        stats::inc(Stat::IbRxCreditUpdates);
+        self.credits.add_send(u32::from(n));
+        if self.flow_controlled() && self.waiting.swap(false, Ordering::SeqCst) {
+            conn.kick();
+        }
+    }
+
+    /// Sends an ack-only frame if one is due: the peer asked for an ack (`ACK_REQUIRED`), or
+    /// enough posted receives are untold (C: `rds_ib_attempt_ack`).
+    pub(super) fn attempt_ack(&self, conn: &Arc<Conn>) {
+        if conn.ack_requested()
+            || (self.flow_controlled() && self.credits.posted() >= self.update_at)
+        {
+            self.send_ack(conn);
+        }
+    }
+
+    /// Sends an ack-only frame with the last sequence number received and, under flow
+    /// control, the posted receives untold; one at a time (its completion sends the next if
+    /// one is due), and under flow control only with a credit (a credit update tries again).
+    pub(super) fn send_ack(&self, conn: &Arc<Conn>) {
+        if self.ack_busy.swap(true, Ordering::AcqRel) {
+            stats::inc(Stat::IbAckSendDelayed);
+            return;
+        }
+        let advertise = if self.flow_controlled() {
+            let g = self.credits.grab(1, false, MAX_ADV_CREDIT);
+            if g.got == 0 {
+                stats::inc(Stat::IbTxThrottle);
+                self.ack_busy.store(false, Ordering::Release);
+                return;
+            }
+            g.advertise
+        } else {
+            0
+        };
+        let ack = conn.take_ack().unwrap_or_else(|| conn.piggyback_ack());
+        let h = Header {
+            ack,
+            credit: u8::try_from(advertise).unwrap_or(u8::MAX),
+            ..Header::default()
+        }
+        .with_checksum()
+        .encode();
+        match self.qp.post_ack(&h, SEND_SIGNALED | SEND_SOLICITED) {
+            Ok(true) => {
+                stats::inc(Stat::IbAckSent);
+                if advertise > 0 {
+                    stats::inc(Stat::IbTxCreditUpdates);
+                }
+            }
+            Ok(false) => {
+                // Cannot happen (`ack_busy` was clear); nothing went out.
+                self.ack_busy.store(false, Ordering::Release);
+            }
+            Err(_) => {
+                self.ack_busy.store(false, Ordering::Release);
+                stats::inc(Stat::IbAckSendFailure);
+                conn.drop_connection();
+            }
+        }
+    }
+}
