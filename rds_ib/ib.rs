@@ -80,7 +80,7 @@ use cm::Listener;
 use conn::IbConn;
 use mr::MrCell;
 use rdma::atomic_wr;
-use send::Keep;
+use send::Inflight;
 
 /// Send work requests per connection (C: `rds_ib_sysctl_max_send_wr` 256).
 const SEND_WR: u32 = 256;
@@ -166,10 +166,10 @@ pub(crate) struct IbDev {
     /// by `remove` before the PD goes. Lock order: before `pd`.
     #[pin]
     service: frwr::Service,
-    /// The QPs of the paths on the device, by address (`Listed`): what `fence_device` posts
+    /// The QPs of the paths on the device, by address (`QpListing`): what `fence_device` posts
     /// on.
     #[pin]
-    qps: SpinLockBh<RBTree<usize, Arc<Qp<Keep>>>>,
+    qps: SpinLockBh<RBTree<usize, Arc<Qp<Inflight>>>>,
     /// Paths (QPs) alive on the device.
     paths: AtomicUsize,
     /// The device is going away: no new path.

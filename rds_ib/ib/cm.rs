@@ -309,7 +309,7 @@ impl CmHandler for Path {
                 // (rxe moves a responder's QP there at a peer's RDMA request with a bad
                 // r_key, and its flushes can come before this event). Such a QP receives
                 // nothing more; only a reconnect brings the connection back. Paired with
-                // the fence in `Qpr::recv_done`: either that sees the connection up, or this
+                // the fence in `PathQp::recv_done`: either that sees the connection up, or this
                 // sees `rx_dead`.
                 fence(Ordering::SeqCst);
                 if !self.dead.load(Ordering::Acquire)

@@ -9,11 +9,11 @@
 //! - [`IbConn`]: the transport's state of one connection (its `ConnTransport`): connect,
 //!   shutdown, `xmit` (on the current path's QP: [`super::send`]) and the connection info.
 //! - [`Path`]: one incarnation on a device: the cm id while it resolves, then the QP and its
-//!   resources ([`Qpr`], [`super::qp`]); its setup, retirement and teardown.
+//!   resources ([`PathQp`], [`super::qp`]); its setup, retirement and teardown.
 //! - `WcHandler for Path`: the completions of the path's QP, handed to the send and receive
 //!   sides; [`wc_failed`], what a failed one does.
 
-use super::qp::Qpr;
+use super::qp::PathQp;
 use super::{IbTransport, RDMA_SETTLE_MS, RESOLVE_MS};
 use crate::bindings::ib::{
     CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND,
@@ -152,7 +152,7 @@ impl ConnTransport for IbConn {
 }
 
 /// One incarnation of a connection on a device: the cm id while its address and route
-/// resolve (`pending`, active side), then the QP and its resources ([`Qpr`]).
+/// resolve (`pending`, active side), then the QP and its resources ([`PathQp`]).
 #[pin_data]
 pub(super) struct Path {
     pub(super) conn: Arc<Conn>,
@@ -169,7 +169,7 @@ pub(super) struct Path {
     pub(super) dead: AtomicBool,
     /// The QP and its resources, once set up.
     #[pin]
-    pub(super) qpr: SpinLockBh<Option<Arc<Qpr>>>,
+    pub(super) qpr: SpinLockBh<Option<Arc<PathQp>>>,
     /// The version the handshake settled on.
     pub(super) version: AtomicU16,
     /// The incarnation this one replaced in a passive accept, which runs in a cm handler and
@@ -195,7 +195,7 @@ impl Path {
         )
     }
 
-    pub(super) fn qpr(&self) -> Option<Arc<Qpr>> {
+    pub(super) fn qpr(&self) -> Option<Arc<PathQp>> {
         self.qpr.lock().clone()
     }
 
@@ -245,10 +245,14 @@ impl Path {
 
     /// Builds the QP and its resources on the id's device and posts the receives (in the id's
     /// handler).
-    pub(super) fn setup(self: &Arc<Self>, id: CmIdRef<'_>, ctx: &ProcessCtx) -> Result<Arc<Qpr>> {
+    pub(super) fn setup(
+        self: &Arc<Self>,
+        id: CmIdRef<'_>,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<PathQp>> {
         let dev = id.device().ok_or(ENODEV)?;
         let ibdev = self.ic().ok_or(ENODEV)?.ib.find(dev).ok_or(ENODEV)?;
-        let q = Qpr::new(self.clone(), id, ibdev, ctx)?;
+        let q = PathQp::new(self.clone(), id, ibdev, ctx)?;
         for i in 0..q.qp.nrecv() {
             if let Err(e) = q.qp.post_recv(i, GFP_KERNEL) {
                 q.qp.shutdown(ctx);

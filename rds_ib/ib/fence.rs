@@ -9,7 +9,7 @@
 //! [`fence_device`], called by a deregistration ([`super::mr`]), and `listed_qps`, the QPs
 //! listed on the device (`IbDev::qps`, by [`super::qp`]).
 
-use super::send::Keep;
+use super::send::Inflight;
 use super::{IbDev, FENCE_MS};
 use crate::bindings::ib::{Qp, Waiter};
 use crate::bindings::sync::ProcessCtx;
@@ -84,7 +84,7 @@ pub(super) fn fence_device(dev: &IbDev, ctx: &ProcessCtx) {
 
 /// The QPs listed on `dev` now, each with its send-side progress (all of them: without memory
 /// for the list, it tries again).
-fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<(Arc<Qp<Keep>>, u64)> {
+fn listed_qps(dev: &IbDev, ctx: &ProcessCtx) -> KVec<(Arc<Qp<Inflight>>, u64)> {
     let mut v = KVec::new();
     loop {
         let want = dev.qps.lock().iter().count();

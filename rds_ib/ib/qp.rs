@@ -5,15 +5,15 @@
 //! C counterpart: the QP, ring, credit and ack fields of `struct rds_ib_connection`
 //! (`net/rds/ib.h`), set up by `rds_ib_setup_qp` (`ib_cm.c`).
 //!
-//! [`Qpr`]'s definition and constructor; its methods are with the side they serve:
+//! [`PathQp`]'s definition and constructor; its methods are with the side they serve:
 //! [`super::send`] (ring slots, credits, SENDs and acks), [`super::recv`] (receive
-//! completions) and [`super::rdma`] (RDMA and atomic operations). Also what a `Qpr` holds on
-//! its device while it lives: its place in the device's QP list (`Listed`, for the fences of
-//! [`super::fence`]) and in its count of paths (`PathToken`).
+//! completions) and [`super::rdma`] (RDMA and atomic operations). Also what a `PathQp` holds on
+//! its device while it lives: its place in the device's QP list (`QpListing`, for the fences of
+//! [`super::fence`]) and in its count of paths (`PathCountGuard`).
 
 use super::conn::Path;
 use super::recv::RxState;
-use super::send::Keep;
+use super::send::Inflight;
 use super::{IbDev, RECV_WR, SEND_WR, SEND_WR_IWARP};
 use crate::bindings::ib::{CmIdRef, Pd, Qp, QpEvents, QpSpec, WcHandler, QP_EVENT_COMM_EST};
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
@@ -26,10 +26,13 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-/// The QP of a path and what the data path keeps with it.
+/// The QP of a path and what the data path keeps with it: one incarnation's QP with its send
+/// ring, receive reassembly, flow-control credits, ack-only frame and held sends, and its
+/// place on its device. Made by [`Path::setup`], dropped by the path's teardown (after the QP
+/// is drained); its methods are in `send.rs`, `recv.rs` and `rdma.rs`.
 #[pin_data]
-pub(super) struct Qpr {
-    pub(super) qp: Arc<Qp<Keep>>,
+pub(super) struct PathQp {
+    pub(super) qp: Arc<Qp<Inflight>>,
     pub(super) dev: Arc<IbDev>,
     /// The send ring: which slots are in use (SENDs complete in order).
     #[pin]
@@ -61,21 +64,22 @@ pub(super) struct Qpr {
     /// RDMA work requests posted and not completed yet.
     pub(super) rdma_inflight: AtomicU32,
     /// Lists the QP on its device (before `_token`: a path stops counting only after).
-    _listed: Listed,
+    _listed: QpListing,
     /// Counts the path on its device.
-    _token: PathToken,
+    _token: PathCountGuard,
 }
 
-/// A QP listed on its device (`IbDev::qps`) until this goes.
-struct Listed {
+/// A QP's entry in its device's list of QPs (`IbDev::qps`, which [`super::fence`] posts its
+/// fences on): made with the QP, taken out when this drops.
+struct QpListing {
     dev: Arc<IbDev>,
     key: usize,
 }
 
-impl Listed {
-    fn new(dev: &Arc<IbDev>, qp: &Arc<Qp<Keep>>) -> Result<Self> {
+impl QpListing {
+    fn new(dev: &Arc<IbDev>, qp: &Arc<Qp<Inflight>>) -> Result<Self> {
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
-        let key = &**qp as *const Qp<Keep> as usize;
+        let key = &**qp as *const Qp<Inflight> as usize;
         let old = dev.qps.lock().insert(node.into_node(key, qp.clone()));
         drop(old);
         Ok(Self {
@@ -85,7 +89,7 @@ impl Listed {
     }
 }
 
-impl Drop for Listed {
+impl Drop for QpListing {
     fn drop(&mut self) {
         let node = self.dev.qps.lock().remove_node(&self.key);
         // The QP (if that was its last reference) goes outside the lock.
@@ -93,16 +97,17 @@ impl Drop for Listed {
     }
 }
 
-/// A path alive on a device (its `paths` count).
-struct PathToken(Arc<IbDev>);
+/// A path counted alive on its device (`IbDev::paths`, which the device's removal waits to see
+/// at 0): counted by [`PathQp::new`] unless the device is going, uncounted when this drops.
+struct PathCountGuard(Arc<IbDev>);
 
-impl Drop for PathToken {
+impl Drop for PathCountGuard {
     fn drop(&mut self) {
         self.0.paths.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-impl Qpr {
+impl PathQp {
     pub(super) fn new(
         path: Arc<Path>,
         id: CmIdRef<'_>,
@@ -116,7 +121,7 @@ impl Qpr {
                 return Err(ENODEV);
             }
             dev.paths.fetch_add(1, Ordering::AcqRel);
-            PathToken(dev.clone())
+            PathCountGuard(dev.clone())
         };
         // The send queue also takes the ack-only frame and a fence.
         let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
@@ -149,7 +154,7 @@ impl Qpr {
             let pd: &Pd = pd.as_ref().ok_or(ENODEV)?;
             Qp::new(id, None, pd, &spec, handler, events, ctx)?
         };
-        let listed = match Listed::new(&dev, &qp) {
+        let listed = match QpListing::new(&dev, &qp) {
             Ok(l) => l,
             Err(e) => {
                 qp.shutdown(ctx);
@@ -160,13 +165,13 @@ impl Qpr {
             pin_init!(Self {
                 qp,
                 dev: dev.clone(),
-                ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "Qpr::ring"),
+                ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "PathQp::ring"),
                 rx <- new_mutex!(
                     RxState {
                         reasm: Reassembly::default(),
                         frags: KVec::new(),
                     },
-                    "Qpr::rx"
+                    "PathQp::rx"
                 ),
                 waiting: AtomicBool::new(false),
                 flowctl: AtomicBool::new(false),

@@ -9,8 +9,8 @@
 //! request of an operation reports; `post_op`, which posts a message's operation ahead of its
 //! SENDs ([`super::send`]).
 
-use super::qp::Qpr;
-use super::send::Keep;
+use super::qp::PathQp;
+use super::send::Inflight;
 use crate::bindings::ib::{
     DmaMapping, RdmaWr, SEND_SIGNALED, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
 };
@@ -58,7 +58,7 @@ pub(super) fn op_status(wc_status: i32) -> i32 {
     }
 }
 
-impl Qpr {
+impl PathQp {
     /// Posts the RDMA operation of `msg` (C: `rds_ib_xmit_rdma`): its local pieces in work
     /// requests of at most `max_sge` pieces each, the remote address advancing from one to
     /// the next, all of them or none (`Full` until the ring has room for all). Every one is
@@ -80,7 +80,7 @@ impl Qpr {
         // them: `to_device`), piece by piece, onto `maps`.
         let mut map = |pages: &PinnedPages, off: usize, len: usize, to_device: bool| {
             // SAFETY: The pages belong to the operation, which the message owns; every work
-            // request keeps the message (`Keep::Rdma`) and its slot unmaps its pieces before
+            // request keeps the message (`Inflight::Rdma`) and its slot unmaps its pieces before
             // letting the message go.
             let m = unsafe { DmaMapping::pinned(self.dev.dev, pages, off, len, to_device) }
                 .map_err(|_| XmitError::NoMem)?;
@@ -172,7 +172,7 @@ impl Qpr {
         let mut pieces = maps.into_iter();
         for k in 0..want {
             let mut bytes = 0u64;
-            let keep = Keep::Rdma {
+            let keep = Inflight::Rdma {
                 msg: msg.clone(),
                 completes: alone && k + 1 == want,
             };

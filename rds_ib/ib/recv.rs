@@ -11,7 +11,7 @@
 //! pages a delivered message borrows.
 
 use super::conn::wc_failed;
-use super::qp::Qpr;
+use super::qp::PathQp;
 use super::AddrFmt;
 use crate::bindings::ib::{Wc, WC_SUCCESS};
 use crate::bindings::sync::ProcessCtx;
@@ -29,7 +29,7 @@ pub(super) struct RxState {
     pub(super) frags: KVec<Page>,
 }
 
-impl Qpr {
+impl PathQp {
     pub(super) fn recv_done(
         &self,
         conn: &Arc<Conn>,

@@ -7,13 +7,13 @@
 //! `rds_ib_send_grab_credits`, `rds_ib_send_add_credits`) and the ack half of `ib_recv.c`
 //! (`rds_ib_attempt_ack`, `rds_ib_send_ack`).
 //!
-//! [`Keep`], what a send work request keeps until it completes (the [`SendSource`] of the
-//! QP's SENDs), and the send-side methods of [`Qpr`]: flow control (`engage_flow_control`,
+//! [`Inflight`], what a send work request keeps until it completes (the [`SendSource`] of the
+//! QP's SENDs), and the send-side methods of [`PathQp`]: flow control (`engage_flow_control`,
 //! `credits_received`), `reserve`, `xmit` and `post`, `send_done`, `attempt_ack` and
 //! `send_ack`.
 
 use super::conn::wc_failed;
-use super::qp::Qpr;
+use super::qp::PathQp;
 use super::rdma::op_status;
 use crate::bindings::ib::{
     Piece, SendSource, Wc, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, WC_FLUSH_ERR, WC_SUCCESS,
@@ -29,8 +29,10 @@ use crate::transport::{XmitError, XmitProgress};
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc};
 
-/// What a send work request keeps until it completes: its message.
-pub(super) enum Keep {
+/// A send work request in flight: what its slot keeps alive until it completes (or the drain
+/// flushes it), its message; handed back by the completion (`send_done`). Also the
+/// [`SendSource`] of a SEND's payload pieces.
+pub(super) enum Inflight {
     /// A SEND of a fragment of the message (its payload); `last`: the last fragment, whose
     /// completion completes the message's operation (RC ordering: the operation's RDMA, posted
     /// before it, is done).
@@ -41,9 +43,9 @@ pub(super) enum Keep {
     Rdma { msg: Arc<Message>, completes: bool },
 }
 
-impl SendSource for Keep {
+impl SendSource for Inflight {
     fn piece(&self, idx: usize) -> Option<Piece<'_>> {
-        let Keep::Send { msg, .. } = self else {
+        let Inflight::Send { msg, .. } = self else {
             return None;
         };
         msg.data.segment(idx).map(|f| match f {
@@ -53,7 +55,7 @@ impl SendSource for Keep {
     }
 }
 
-impl Qpr {
+impl PathQp {
     /// Engages flow control if the peer offered `credit` (its posted receives) in the
     /// handshake; this end always offers its own.
     pub(super) fn engage_flow_control(&self, credit: u32) {
@@ -192,7 +194,7 @@ impl Qpr {
                         )
                 });
             let flags = if fence { flags | SEND_FENCE } else { flags };
-            let keep = Keep::Send {
+            let keep = Inflight::Send {
                 msg: msg.clone(),
                 last,
             };
@@ -219,20 +221,20 @@ impl Qpr {
     pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, ctx: &ProcessCtx) {
         let keeper = self.qp.complete_send(slot);
         self.ring.lock().free(1);
-        if matches!(keeper, Some(Keep::Rdma { .. })) {
+        if matches!(keeper, Some(Inflight::Rdma { .. })) {
             self.rdma_inflight.fetch_sub(1, Ordering::AcqRel);
         }
         // The operation of a message completes with the SEND behind it (or, alone, its last
         // RDMA request); a failed request of its reports it (a flush: the reset does).
         match &keeper {
-            Some(Keep::Send { msg, last: true })
-            | Some(Keep::Rdma {
+            Some(Inflight::Send { msg, last: true })
+            | Some(Inflight::Rdma {
                 msg,
                 completes: true,
             }) if wc.status == WC_SUCCESS && msg.op.is_some() => {
                 send::op_complete(msg, RDS_RDMA_SUCCESS);
             }
-            Some(Keep::Send { msg, .. }) | Some(Keep::Rdma { msg, .. })
+            Some(Inflight::Send { msg, .. }) | Some(Inflight::Rdma { msg, .. })
                 if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR && msg.op.is_some() =>
             {
                 send::op_complete(msg, op_status(wc.status));
@@ -240,7 +242,7 @@ impl Qpr {
             _ => {}
         }
         // The message goes back to its sender's pool if the peer's ack already settled it.
-        if let Some(Keep::Send { msg, .. } | Keep::Rdma { msg, .. }) = keeper {
+        if let Some(Inflight::Send { msg, .. } | Inflight::Rdma { msg, .. }) = keeper {
             Message::recycle_sent(msg, ctx);
         }
         if wc.status != WC_SUCCESS {
