@@ -84,9 +84,10 @@ def group_cpu(pgid):
 def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
     """Runs one vng process per (argv, logfile) spec, each in its own process group, at most
     `most` at a time (all at once when None), in the order given, each within `timeout`
-    seconds of its start; returns the exit codes (None = killed). With `listen_port`, the first
-    two specs are the two guests of a socket link: they start together (the second once the
-    first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
+    seconds of its start; returns the exit codes (None = killed) and each guest's wall time
+    from its start to its exit (written into its timeline as it exits). With `listen_port`,
+    the first two specs are the two guests of a socket link: they start together (the second
+    once the first's QEMU listens on the port). When a guest exits, the file `guest-exited` appears
     beside its log at once, so that a guest waiting for it (at a meeting of the two-guest
     rounds) stops waiting, and the harness reports each exit as it happens, with the host CPU
     time the guest took. `nice`, a list beside `specs`: the niceness of each one-guest run
@@ -94,7 +95,7 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
     n = len(specs)
     most = n if most is None else max(most, 2 if listen_port is not None else 1)
     procs, files, started = [None] * n, [], [None] * n
-    codes = [None] * n
+    codes, secs = [None] * n, [None] * n
     t0 = time.monotonic()
 
     def out_of(i):
@@ -117,8 +118,10 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
 
     def kill(i, why):
         p = procs[i]
+        secs[i] = time.monotonic() - started[i]
         with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
             f.write(f"{time.time():.3f} - host: cpu {group_cpu(p.pid):.0f}s\n")
+            f.write(f"{time.time():.3f} - host: guest killed after {secs[i]:.0f}s\n")
         try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -165,10 +168,12 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
                 running.discard(i)
                 codes[i] = code
                 cpu = usage.ru_utime + usage.ru_stime
+                secs[i] = time.monotonic() - started[i]
                 with open(os.path.join(out_of(i), "guest-exited"), "w") as f:
                     f.write(f"{code}\n")
                 with open(os.path.join(out_of(i), "timeline.txt"), "a") as f:
                     f.write(f"{time.time():.3f} - host: cpu {cpu:.0f}s\n")
+                    f.write(f"{time.time():.3f} - host: guest exited after {secs[i]:.0f}s\n")
                 print(f"    guest {os.path.basename(out_of(i))} finished after "
                       f"{time.monotonic() - started[i]:.0f}s (at +{time.monotonic() - t0:.0f}s), "
                       f"{cpu:.0f}s of host CPU (exit {code})", flush=True)
@@ -181,7 +186,7 @@ def run_guests(specs, timeout, listen_port=None, most=None, nice=None):
                 kill(i, "(the harness stopped)")
         for f in files:
             f.close()
-    return codes
+    return codes, secs
 
 
 def wait_listening(port, deadline):
@@ -244,21 +249,18 @@ def cmd_one(a):
     os.makedirs(a.out, exist_ok=True)
     cmd = shell_join(a.command)
     print(f"    guest: {cmd} (bound {a.timeout}s)", flush=True)
-    t0 = time.monotonic()
-    codes = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
-                                  qemu_opts=a.qemu_opts),
-                        os.path.join(a.out, "console.txt"))],
-                       a.timeout)
-    record_guest_status(a.out, "guest", codes[0], time.monotonic() - t0, a.timeout)
+    codes, secs = run_guests([(vng_argv(a.kernel, a.out, cmd, append=a.append, cpus=a.cpus,
+                                        qemu_opts=a.qemu_opts),
+                              os.path.join(a.out, "console.txt"))],
+                             a.timeout)
+    record_guest_status(a.out, "guest", codes[0], secs[0], a.timeout)
 
 
 def cmd_two(a):
     specs = pair_specs(a, a.a, a.b)
-    t0 = time.monotonic()
-    codes = run_guests(specs, a.timeout, listen_port=a.port)
-    for side, code in zip("ab", codes):
-        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code,
-                            time.monotonic() - t0, a.timeout)
+    codes, secs = run_guests(specs, a.timeout, listen_port=a.port)
+    for side, code, s in zip("ab", codes, secs):
+        record_guest_status(os.path.join(a.out, side), f"guest_{side}", code, s, a.timeout)
 
 
 def cmd_pool(a):
@@ -281,12 +283,10 @@ def cmd_pool(a):
                       os.path.join(out, "console.txt")))
         names.append(name)
         nice.append(a.nice)
-    t0 = time.monotonic()
-    codes = run_guests(specs, a.timeout, listen_port=a.port if a.pair_a else None,
-                       most=a.most, nice=nice)
-    for name, code in zip(names, codes):
-        record_guest_status(os.path.join(a.out, name), f"guest_{name}", code,
-                            time.monotonic() - t0, a.timeout)
+    codes, secs = run_guests(specs, a.timeout, listen_port=a.port if a.pair_a else None,
+                             most=a.most, nice=nice)
+    for name, code, s in zip(names, codes, secs):
+        record_guest_status(os.path.join(a.out, name), f"guest_{name}", code, s, a.timeout)
 
 
 def pair_specs(a, cmd_a, cmd_b):
@@ -312,8 +312,7 @@ def pair_specs(a, cmd_a, cmd_b):
 
 
 def record_guest_status(out, name, code, secs, bound):
-    with open(os.path.join(out, "timeline.txt"), "a") as f:
-        f.write(f"{time.time():.3f} - host: guest exited after {secs:.0f}s\n")
+    secs = secs or 0.0
     with open(os.path.join(out, "vm.tap"), "w") as f:
         if code is None:
             f.write(f"not ok {name}_finished killed: did not finish within {bound}s\n")
