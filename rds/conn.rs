@@ -49,8 +49,8 @@ use crate::bindings::sys::{
 use crate::cong::{CongRef, NetCong};
 use crate::message::Message;
 use crate::proto::{
-    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, Stat, TxSeq,
-    FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, SeqCheck, Stat,
+    TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::recv::RxCtx;
 use crate::send;
@@ -264,6 +264,9 @@ pub(crate) enum RxVerdict {
     Accept,
     /// An old retransmission, already delivered: drop it.
     Duplicate,
+    /// A replay (an old sequence number without `RETRANSMITTED` within one incarnation of
+    /// a transport that refuses them, [`Transport::refuses_replays`]): drop and count it.
+    Replay,
 }
 
 impl Conn {
@@ -291,7 +294,11 @@ impl Conn {
                         retrans: List::new(),
                         cursor: None,
                         tx: TxSeq::new(),
-                        rx: RxSeq::new(),
+                        rx: if transport.refuses_replays() {
+                            RxSeq::per_incarnation()
+                        } else {
+                            RxSeq::new()
+                        },
                         pacer: AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes()),
                         backoff: Backoff::default(),
                         last_used: sys::jiffies(),
@@ -542,6 +549,8 @@ impl Conn {
         {
             let mut inner = self.inner.lock();
             inner.cursor = None;
+            // The transport's next incarnation may be a restarted peer's.
+            inner.rx.begin_incarnation();
             self.map_queued.store(false, Ordering::Release);
             inner.pacer = AckPacer::new(sys::max_unacked_packets(), sys::max_unacked_bytes());
             self.acks.reset();
@@ -865,7 +874,8 @@ impl Conn {
                 None
             } else {
                 let seq = inner.tx.take();
-                inner.rx.accept(seq, false);
+                // Loopback receives its own numbers in order: always accepted (C's rule).
+                let _ = inner.rx.check(seq, false);
                 inner.last_used = sys::jiffies();
                 Some(seq)
             }
@@ -897,15 +907,22 @@ impl Conn {
     /// retransmission of a message delivered before (sent before a reset, while the connection
     /// was not lossless).
     fn deliver_direct(self: &Arc<Self>, m: Arc<Message>, ctx: &ProcessCtx) {
-        let fresh = {
+        let check = {
             let mut inner = self.inner.lock();
             inner.last_used = sys::jiffies();
-            inner.rx.accept(m.seq(), m.retransmitted())
+            inner.rx.check(m.seq(), m.retransmitted())
         };
         send::complete(&m, RDS_RDMA_SUCCESS);
-        if !fresh {
-            stats::inc(Stat::RecvDropOldSeq);
-            return;
+        match check {
+            SeqCheck::Accept => {}
+            SeqCheck::OldRetransmission => {
+                stats::inc(Stat::RecvDropOldSeq);
+                return;
+            }
+            SeqCheck::Replay => {
+                stats::inc(Stat::RsRecvDropReplay);
+                return;
+            }
         }
         if let Ok(m) = ListArc::<Message, 1>::try_from_arc(m) {
             crate::recv::deliver(self, m, RxCtx::Process(ctx));
@@ -1000,10 +1017,10 @@ impl Conn {
         if flags & FLAG_ACK_REQUIRED != 0 {
             stats::inc(Stat::RecvAckRequired);
         }
-        if inner.rx.accept(seq, flags & FLAG_RETRANSMITTED != 0) {
-            RxVerdict::Accept
-        } else {
-            RxVerdict::Duplicate
+        match inner.rx.check(seq, flags & FLAG_RETRANSMITTED != 0) {
+            SeqCheck::Accept => RxVerdict::Accept,
+            SeqCheck::OldRetransmission => RxVerdict::Duplicate,
+            SeqCheck::Replay => RxVerdict::Replay,
         }
     }
 

@@ -102,9 +102,16 @@ pub(crate) fn incoming(
     let h = frame.hdr;
     let (saddr, daddr) = conn.rx_addrs();
     // The frame's ack is settled with the sequence check, under one lock.
-    if conn.rx_data(h.ack, h.sequence, h.flags) == RxVerdict::Duplicate {
-        stats::inc(Stat::RecvDropOldSeq);
-        return Ok(());
+    match conn.rx_data(h.ack, h.sequence, h.flags) {
+        RxVerdict::Accept => {}
+        RxVerdict::Duplicate => {
+            stats::inc(Stat::RecvDropOldSeq);
+            return Ok(());
+        }
+        RxVerdict::Replay => {
+            stats::inc(Stat::RsRecvDropReplay);
+            return Ok(());
+        }
     }
     if ping_or_probe(conn, h.sport, h.dport, rx) {
         return Ok(());

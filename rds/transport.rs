@@ -101,6 +101,15 @@ pub(crate) trait Transport: Send + Sync {
         false
     }
 
+    /// Whether a connection's peer numbers its messages in increasing order within one
+    /// incarnation of the connection (IB/iWARP: a QP), so that an old sequence number
+    /// without `RDS_FLAG_RETRANSMITTED` is a replay, dropped and counted
+    /// (`rs_recv_drop_replay`) rather than delivered again as C does. A reset starts a new
+    /// incarnation, whose first message may start over (a restarted peer).
+    fn refuses_replays(&self) -> bool {
+        false
+    }
+
     /// The transport's memory-registration operations; `None` when it cannot do RDMA.
     fn mr_ops(&self) -> Option<&dyn MrOps> {
         None

@@ -427,6 +427,10 @@ impl Transport for IbTransport {
         true
     }
 
+    fn refuses_replays(&self) -> bool {
+        true
+    }
+
     fn mr_ops(&self) -> Option<&dyn MrOps> {
         Some(self)
     }

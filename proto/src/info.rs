@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 30;
+pub const STAT_COUNT: usize = 36 + 39 + 31;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1138,6 +1138,10 @@ stats! {
     /// table of kept ones full, or no memory): their peers' retransmissions may be delivered
     /// again.
     RsConnSeqForgotten => "rs_conn_seq_forgotten",
+    /// rds-rs: messages dropped as replays: within one incarnation of an IB/iWARP
+    /// connection, a sequence number not above the last one received, without
+    /// `RDS_FLAG_RETRANSMITTED` (C delivers them again).
+    RsRecvDropReplay => "rs_recv_drop_replay",
 }
 
 impl Stat {

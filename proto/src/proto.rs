@@ -137,6 +137,6 @@ pub use rdma::{
     SOCKADDR_STORAGE_LEN, UIO_MAXIOV,
 };
 pub use seq::{
-    sndbuf_ack_required, sndbuf_admits, AckPacer, RxSeq, TxSeq, MAX_UNACKED_BYTES,
-    MAX_UNACKED_PACKETS,
+    sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
+    MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };

@@ -5,37 +5,108 @@
 
 /// Receive-side sequence tracking of one connection path (C
 /// `cp_next_rx_seq`, 0 when the path is created), as `rds_recv_incoming`
-/// does it.
+/// does it, with rds-rs's replay rule where the transport asks for it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RxSeq {
     /// The sequence number expected next.
     pub next: u64,
+    /// Whether a message that is neither new nor marked retransmitted is
+    /// refused.
+    pub replays: Replays,
+}
+
+/// What [`RxSeq`] does with a message whose sequence number is below the
+/// one expected and that is not marked `RDS_FLAG_RETRANSMITTED`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Replays {
+    /// Accepted, and the expected number goes back (C, on every transport;
+    /// rds-rs on loopback).
+    #[default]
+    Accepted,
+    /// The connection is in a new incarnation (a new QP) and has accepted no
+    /// message of it that was not a retransmission: the peer may have
+    /// restarted and count from 1 again, so the next such message is
+    /// accepted whatever its number; after it, [`Replays::Refused`].
+    FirstAccepted,
+    /// Within one incarnation the peer's sequence numbers only increase: a
+    /// message below the expected number that is not a retransmission is a
+    /// replay, a protocol violation (rds-rs over IB/iWARP; C delivers it
+    /// again).
+    Refused,
+}
+
+/// What [`RxSeq::check`] says about a received message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqCheck {
+    /// New: deliver it (the expected number is now one past it).
+    Accept,
+    /// A retransmission of a message already received (C's
+    /// `s_recv_drop_old_seq`): drop it.
+    OldRetransmission,
+    /// An old sequence number without the retransmitted flag within one
+    /// incarnation ([`Replays::Refused`]): drop and count it.
+    Replay,
 }
 
 impl RxSeq {
-    /// A fresh path: expects sequence number 0.
+    /// A fresh path under C's rule: expects sequence number 0, accepts
+    /// replays.
     #[must_use]
     pub const fn new() -> Self {
-        RxSeq { next: 0 }
+        RxSeq {
+            next: 0,
+            replays: Replays::Accepted,
+        }
     }
 
-    /// Whether to accept a message with sequence number `seq` whose header
-    /// has `RDS_FLAG_RETRANSMITTED` set iff `retransmitted`.
+    /// A fresh path of a transport whose connections have incarnations
+    /// (IB/iWARP: one per QP): expects sequence number 0 and refuses replays
+    /// after the first message of each incarnation.
+    #[must_use]
+    pub const fn per_incarnation() -> Self {
+        RxSeq {
+            next: 0,
+            replays: Replays::FirstAccepted,
+        }
+    }
+
+    /// A new incarnation of the connection begins (its transport was reset):
+    /// its peer may have restarted, so its first message that is not a
+    /// retransmission is accepted whatever its number. No effect under C's
+    /// rule.
+    pub fn begin_incarnation(&mut self) {
+        if self.replays != Replays::Accepted {
+            self.replays = Replays::FirstAccepted;
+        }
+    }
+
+    /// Checks a message with sequence number `seq` whose header has
+    /// `RDS_FLAG_RETRANSMITTED` set iff `retransmitted`.
     ///
-    /// A message is dropped (C counts `s_recv_drop_old_seq`) iff
-    /// `seq < next` (plain, not serial-number, comparison) and it is a
-    /// retransmission. Otherwise it is accepted and `next` becomes
-    /// `seq + 1` (wrapping) — even when that moves `next` backwards (an old
-    /// sequence number without the retransmitted flag).
+    /// As C: a message is an old retransmission iff `seq < next` (plain,
+    /// not serial-number, comparison) and it is a retransmission. Under
+    /// [`Replays::Refused`], a message with `seq < next` that is not a
+    /// retransmission is a replay. Either leaves `next` as it is. Otherwise
+    /// the message is accepted and `next` becomes `seq + 1` (wrapping), even
+    /// when that moves `next` backwards (C's rule, or the first message of an
+    /// incarnation).
     ///
     /// This is done before C looks at the message any further, so pings,
     /// pongs and messages to unbound ports advance `next` too.
-    pub fn accept(&mut self, seq: u64, retransmitted: bool) -> bool {
-        if seq < self.next && retransmitted {
-            return false;
+    pub fn check(&mut self, seq: u64, retransmitted: bool) -> SeqCheck {
+        if seq < self.next {
+            if retransmitted {
+                return SeqCheck::OldRetransmission;
+            }
+            if self.replays == Replays::Refused {
+                return SeqCheck::Replay;
+            }
         }
         self.next = seq.wrapping_add(1);
-        true
+        if !retransmitted && self.replays == Replays::FirstAccepted {
+            self.replays = Replays::Refused;
+        }
+        SeqCheck::Accept
     }
 }
 

@@ -29,21 +29,21 @@ use rds_proto::{
     Backoff, BarrierArgs, BarrierState, Cmsg, CmsgError, CmsgHdr, CongChange, ConnInfo, Ext,
     ExtIter, FrameError, FrameKind, FreeMrArgs, GetMrArgs, GetMrForDestArgs, GuessLimit, Header,
     HeaderError, InfoError, InfoOutcome, MrError, MsgInfo, OpTracker, Quarantine, RdmaArgs,
-    RdmaConnInfo, RdmaExts, RdmaNotify, RdsIovec, RecvAccount, Region, RxSeq, SendCmsgs, SockAddr,
-    SockInfo, TcpSockInfo, TxSeq, AF_INET, AF_INET6, AF_UNSPEC, ATOMIC_ARGS_LEN, BARRIER_ARGS_LEN,
-    CMSG_HDR_LEN, CONG_MAP_BYTES, CONG_MAP_WORDS, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS,
-    EXTHDR_RDMA, EXTHDR_RDMA_DEST, EXTHDR_SPACE, EXTHDR_TYPES, EXTHDR_VERSION, FLAG_CONG_BITMAP,
-    FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, GUESS_BURST, GUESS_PER_SEC,
-    HEADER_LEN, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN,
-    INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN,
-    INFO_COUNTER_NAME_LEN, INFO_MAX_LEN, INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN,
-    INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN, IPV6_ADDR_LINKLOCAL, IPV6_ADDR_MAPPED,
-    IPV6_ADDR_MULTICAST, IPV6_ADDR_UNICAST, MAX_FRAME_LEN, MAX_MR_PAGES, MSG_SG_MAX, PAGE_SIZE,
-    RDMA_ARGS_LEN, RDMA_NOTIFY_LEN, RDS_CMSG_ATOMIC_CSWP, RDS_CMSG_ATOMIC_FADD,
-    RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD, RDS_CMSG_RDMA_ARGS,
-    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP, RDS_CMSG_ZCOPY_COOKIE, RDS_INFO_FIRST,
-    RDS_INFO_LAST, RDS_IOVEC_LEN, SG_ENTRY_LEN, SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN,
-    SOCKADDR_STORAGE_LEN, SOL_RDS, SOL_SOCKET, UIO_MAXIOV,
+    RdmaConnInfo, RdmaExts, RdmaNotify, RdsIovec, RecvAccount, Region, Replays, RxSeq, SendCmsgs,
+    SeqCheck, SockAddr, SockInfo, TcpSockInfo, TxSeq, AF_INET, AF_INET6, AF_UNSPEC,
+    ATOMIC_ARGS_LEN, BARRIER_ARGS_LEN, CMSG_HDR_LEN, CONG_MAP_BYTES, CONG_MAP_WORDS,
+    EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS, EXTHDR_RDMA, EXTHDR_RDMA_DEST, EXTHDR_SPACE,
+    EXTHDR_TYPES, EXTHDR_VERSION, FLAG_CONG_BITMAP, FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN,
+    GET_MR_FOR_DEST_ARGS_LEN, GUESS_BURST, GUESS_PER_SEC, HEADER_LEN, INFO6_CONNECTION_LEN,
+    INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN, INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN,
+    INFO_CONNECTION_LEN, INFO_COUNTER_LEN, INFO_COUNTER_NAME_LEN, INFO_MAX_LEN, INFO_MESSAGE_LEN,
+    INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN, IPV6_ADDR_LINKLOCAL,
+    IPV6_ADDR_MAPPED, IPV6_ADDR_MULTICAST, IPV6_ADDR_UNICAST, MAX_FRAME_LEN, MAX_MR_PAGES,
+    MSG_SG_MAX, PAGE_SIZE, RDMA_ARGS_LEN, RDMA_NOTIFY_LEN, RDS_CMSG_ATOMIC_CSWP,
+    RDS_CMSG_ATOMIC_FADD, RDS_CMSG_MASKED_ATOMIC_CSWP, RDS_CMSG_MASKED_ATOMIC_FADD,
+    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_ID, RDS_CMSG_RDMA_MAP,
+    RDS_CMSG_ZCOPY_COOKIE, RDS_INFO_FIRST, RDS_INFO_LAST, RDS_IOVEC_LEN, SG_ENTRY_LEN,
+    SOCKADDR_IN6_LEN, SOCKADDR_IN_LEN, SOCKADDR_STORAGE_LEN, SOL_RDS, SOL_SOCKET, UIO_MAXIOV,
 };
 
 // --- configuration -------------------------------------------------------------------------
@@ -1730,18 +1730,47 @@ proptest! {
         prop_assert_eq!(check_atomic(&a), want);
     }
 
-    // Receive sequence numbers on any sequence of (seq, retransmitted):
-    // only old retransmissions are dropped, and an accepted one sets next
-    // to seq + 1 (wrapping). Transmit numbers count up, wrapping.
+    // Receive sequence numbers on any sequence of (seq, retransmitted,
+    // new incarnation): under C's rule only old retransmissions are dropped;
+    // per incarnation also replays (old, not retransmitted) after the first
+    // message of an incarnation that was not a retransmission; an accepted
+    // one sets next to seq + 1 (wrapping), a dropped one leaves it. Transmit
+    // numbers count up, wrapping.
     #[test]
-    fn seq_any_sequence(start in edgy_u64(),
-                        msgs in prop::collection::vec((edgy_u64(), any::<bool>()), 0..32)) {
-        let mut rx = RxSeq { next: start };
-        for (seq, re) in msgs {
+    fn seq_any_sequence(start in edgy_u64(), strict in any::<bool>(),
+                        msgs in prop::collection::vec(
+                            (edgy_u64(), any::<bool>(), prop::bool::weighted(0.1)), 0..32)) {
+        let mut rx = RxSeq {
+            next: start,
+            replays: if strict { Replays::FirstAccepted } else { Replays::Accepted },
+        };
+        // Whether a message of this incarnation that was not a retransmission was accepted.
+        let mut settled = false;
+        for (seq, re, reset) in msgs {
+            if reset {
+                rx.begin_incarnation();
+                settled = false;
+            }
             let before = rx.next;
-            let ok = rx.accept(seq, re);
-            prop_assert_eq!(ok, !(seq < before && re));
-            prop_assert_eq!(rx.next, if ok { seq.wrapping_add(1) } else { before });
+            let got = rx.check(seq, re);
+            let want = if seq < before && re {
+                SeqCheck::OldRetransmission
+            } else if seq < before && strict && settled {
+                SeqCheck::Replay
+            } else {
+                SeqCheck::Accept
+            };
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(rx.next,
+                            if got == SeqCheck::Accept { seq.wrapping_add(1) } else { before });
+            if got == SeqCheck::Accept && !re {
+                settled = true;
+            }
+            prop_assert_eq!(rx.replays, match (strict, settled) {
+                (false, _) => Replays::Accepted,
+                (true, false) => Replays::FirstAccepted,
+                (true, true) => Replays::Refused,
+            });
         }
         let mut tx = TxSeq { next: start };
         for i in 0..3u64 {

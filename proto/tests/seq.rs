@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    sndbuf_ack_required, sndbuf_admits, AckPacer, RxSeq, TxSeq, MAX_UNACKED_BYTES,
-    MAX_UNACKED_PACKETS,
+    sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
+    MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };
 
 // --- RxSeq -------------------------------------------------------------------
@@ -15,39 +15,73 @@ fn rx_starts_at_zero_and_follows() {
     let mut rx = RxSeq::new();
     assert_eq!(rx, RxSeq::default());
     assert_eq!(rx.next, 0);
-    assert!(rx.accept(1, false));
+    assert_eq!(rx.check(1, false), SeqCheck::Accept);
     assert_eq!(rx.next, 2);
     // Sequence numbers may skip forward (messages dropped before the wire).
-    assert!(rx.accept(10, false));
+    assert_eq!(rx.check(10, false), SeqCheck::Accept);
     assert_eq!(rx.next, 11);
 }
 
 #[test]
 fn rx_drops_only_old_retransmissions() {
-    let mut rx = RxSeq { next: 11 };
+    let mut rx = RxSeq {
+        next: 11,
+        replays: Replays::Accepted,
+    };
     // Old and retransmitted: dropped, next unchanged (s_recv_drop_old_seq).
-    assert!(!rx.accept(10, true));
-    assert!(!rx.accept(0, true));
+    assert_eq!(rx.check(10, true), SeqCheck::OldRetransmission);
+    assert_eq!(rx.check(0, true), SeqCheck::OldRetransmission);
     assert_eq!(rx.next, 11);
     // Not old: accepted even when retransmitted.
-    assert!(rx.accept(11, true));
+    assert_eq!(rx.check(11, true), SeqCheck::Accept);
     assert_eq!(rx.next, 12);
-    assert!(rx.accept(20, true));
+    assert_eq!(rx.check(20, true), SeqCheck::Accept);
     assert_eq!(rx.next, 21);
-    // Old but not marked retransmitted: accepted, and next goes back.
-    assert!(rx.accept(5, false));
+    // Old but not marked retransmitted: accepted under C's rule, and next goes back.
+    assert_eq!(rx.check(5, false), SeqCheck::Accept);
     assert_eq!(rx.next, 6);
+    // C's rule stays C's rule across incarnations.
+    rx.begin_incarnation();
+    assert_eq!(rx.replays, Replays::Accepted);
+    assert_eq!(rx.check(5, false), SeqCheck::Accept);
 }
 
 #[test]
-fn rx_wraps() {
-    let mut rx = RxSeq { next: u64::MAX };
-    assert!(rx.accept(u64::MAX, true));
+fn rx_refuses_replays_within_an_incarnation() {
+    let mut rx = RxSeq::per_incarnation();
     assert_eq!(rx.next, 0);
-    // After the wrap nothing is "old" any more (plain comparison).
-    assert!(rx.accept(3, true));
+    assert_eq!(rx.check(1, false), SeqCheck::Accept);
+    assert_eq!(rx.replays, Replays::Refused);
+    assert_eq!(rx.check(2, false), SeqCheck::Accept);
+    // The same number again, or an older one, without RETRANSMITTED: a replay,
+    // next unchanged.
+    assert_eq!(rx.check(2, false), SeqCheck::Replay);
+    assert_eq!(rx.check(1, false), SeqCheck::Replay);
+    assert_eq!(rx.next, 3);
+    // With RETRANSMITTED: C's old retransmission.
+    assert_eq!(rx.check(2, true), SeqCheck::OldRetransmission);
+    assert_eq!(rx.check(3, false), SeqCheck::Accept);
     assert_eq!(rx.next, 4);
-    assert!(!rx.accept(2, true));
+}
+
+#[test]
+fn rx_new_incarnation_starts_over() {
+    let mut rx = RxSeq::per_incarnation();
+    for seq in 1..=50 {
+        assert_eq!(rx.check(seq, false), SeqCheck::Accept);
+    }
+    // A reconnect: the peer first resends what it saw no ack for (dropped as old
+    // retransmissions, or accepted where new), and may have restarted from 1.
+    rx.begin_incarnation();
+    assert_eq!(rx.check(49, true), SeqCheck::OldRetransmission);
+    assert_eq!(rx.check(51, true), SeqCheck::Accept);
+    assert_eq!(rx.replays, Replays::FirstAccepted);
+    // The restarted peer's first message: accepted, next goes back.
+    assert_eq!(rx.check(1, false), SeqCheck::Accept);
+    assert_eq!(rx.next, 2);
+    assert_eq!(rx.replays, Replays::Refused);
+    assert_eq!(rx.check(1, false), SeqCheck::Replay);
+    assert_eq!(rx.check(2, false), SeqCheck::Accept);
 }
 
 // --- TxSeq -------------------------------------------------------------------
@@ -139,21 +173,24 @@ proptest! {
 
     #[test]
     fn rx_matches_c(next in any::<u64>(), seq in any::<u64>(), re in any::<bool>()) {
-        let mut rx = RxSeq { next };
-        let ok = rx.accept(seq, re);
+        let mut rx = RxSeq { next, replays: Replays::Accepted };
+        let ok = rx.check(seq, re) == SeqCheck::Accept;
         prop_assert_eq!(ok, !(seq < next && re));
         prop_assert_eq!(rx.next, if ok { seq.wrapping_add(1) } else { next });
     }
 
     #[test]
-    fn tx_then_rx_in_order_is_never_dropped(start in any::<u64>(), n in 0usize..50) {
-        // Messages sent in order (across a wrap) are all accepted, even when
-        // marked retransmitted, as long as the receiver is in step.
+    fn tx_then_rx_in_order_is_never_dropped(start in any::<u64>(), n in 0usize..50,
+                                            re in any::<bool>(), strict in any::<bool>()) {
+        // Messages sent in order (across a wrap) are all accepted, marked
+        // retransmitted or not, under either rule, as long as the receiver is
+        // in step.
         let mut tx = TxSeq { next: start };
-        let mut rx = RxSeq { next: start };
+        let replays = if strict { Replays::Refused } else { Replays::Accepted };
+        let mut rx = RxSeq { next: start, replays };
         for _ in 0..n {
             let s = tx.take();
-            prop_assert!(rx.accept(s, true));
+            prop_assert_eq!(rx.check(s, re), SeqCheck::Accept);
             prop_assert_eq!(rx.next, tx.next);
         }
         prop_assert_eq!(tx.next, start.wrapping_add(n as u64));

@@ -3,7 +3,8 @@
 # tests/peer/badpeer.c) connects to rds_rs with bad private data, or sends it bad fragments
 # after a good handshake. For each scenario: the peer's connection is refused or dropped,
 # the counter that says why rises, nothing is delivered (the two good scenarios must be
-# delivered, which proves the peer itself speaks the protocol), and an rds_rs <-> rds_rs
+# delivered, which proves the peer itself speaks the protocol; a replayed message, once
+# only: rds-rs's replay rule, which C does not have), and an rds_rs <-> rds_rs
 # connection between the same two addresses (a ping-pong kept running throughout)
 # carries on. One guest: the two ends of a veth pair with a soft RDMA device on each
 # (veth_rdma_up in common.sh), soft-RoCE (rxe) and then soft-iWARP (siw), rds_rs loaded for
@@ -63,6 +64,7 @@ SCENARIOS=(
   "rdma_write_bad_rkey_before_up disconnected -                -                        0"
   "unknown_ext          stayed       - rs_ib_bad_fragment,rs_ib_recv_error,rs_recv_drop_bad_header,rs_ib_connect_bad_private 1"
   "good                 stayed       - rs_ib_bad_fragment,rs_ib_recv_error,rs_recv_drop_bad_header,rs_ib_connect_bad_private 1"
+  "replay               stayed       rs_recv_drop_replay rs_ib_bad_fragment,rs_ib_recv_error,rs_recv_drop_bad_header,rs_ib_connect_bad_private,recv_drop_old_seq 1"
   "same_connection      rejected     ib_listen_closed_stale,conn_reset -                 0"
 )
 

@@ -62,6 +62,9 @@
  *   and messages that must be delivered (the connection stays up):
  *     unknown_ext      a 100-byte message with extension types 4, 9, 200 (unknown in 6.12)
  *     good             a 9000-byte message (3 fragments)
+ *     replay           a 100-byte message, then the same SEND again (sequence 1 again, not
+ *                      marked RETRANSMITTED): rds_rs delivers it once and counts a replay
+ *                      (rs_recv_drop_replay); C would deliver it twice
  *
  * Data messages go from port 40000 to DPORT (default 4000) with ACK_REQUIRED, sequence 1;
  * the server's frames that arrive (acks) are reported as "event frame ...".
@@ -241,6 +244,7 @@ static const struct scenario scenarios[] = {
 	{ "truncated_ext", DATA_BAD },
 	{ "rdma_write_bad_rkey", DATA_BAD },
 	{ "unknown_ext", DATA_GOOD },
+	{ "replay", DATA_GOOD },
 	{ "good", DATA_GOOD },
 };
 
@@ -348,6 +352,11 @@ static int build_sends(const char *sc, uint16_t dport, uint8_t *slots, struct se
 		h.ext[1] = 9;
 		h.ext[2] = 200;
 		h.len = 100;
+		ADD(frame(SLOT, &h, 0, 0, 100));
+	} else if (!strcmp(sc, "replay")) {
+		/* The same message twice, sequence 1 both times, not marked RETRANSMITTED. */
+		h.len = 100;
+		ADD(frame(SLOT, &h, 0, 0, 100));
 		ADD(frame(SLOT, &h, 0, 0, 100));
 	} else if (!strcmp(sc, "good")) {
 		h.len = 9000;
