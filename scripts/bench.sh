@@ -137,6 +137,15 @@ else
   module=$(bash "$here/module.sh" "$kdir")
 fi
 cargo build --release --quiet -p rds-tools
+# The commit the module and tools were built from, taken now: the tree may move during the
+# run (the report used to name the commit checked out when the guest ended).
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=
+if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop bindings proto tools librds 2>/dev/null)" ]; then
+  dirty=-dirty
+elif [ -n "$(git status --porcelain -- tools librds 2>/dev/null)" ]; then
+  dirty=-dirty
+fi
 # One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
 out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
@@ -151,13 +160,6 @@ python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first
 # on PATH.
 py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-dirty=
-if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop bindings proto tools librds 2>/dev/null)" ]; then
-  dirty=-dirty
-elif [ -n "$(git status --porcelain -- tools librds 2>/dev/null)" ]; then
-  dirty=-dirty
-fi
 name=${BENCH_NAME:-$(date +%F)-$commit$dirty}
 mkdir -p "$results"
 sha() { sha256sum "$1" | cut -c1-16; }
