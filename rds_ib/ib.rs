@@ -47,18 +47,17 @@
 //! `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
 
 use crate::bindings::ib::{
-    CmHandler, CmId, DevAttrs, Device, IbClient, IbRegistration, IdleMr, Pd, Qp, RdmaWr,
+    CmHandler, CmId, DevAttrs, Device, IbClient, IbRegistration, IdleMr, Pd, Qp, RdmaWr, Waiter,
 };
 use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::proto::{Addr, Stat, RDS_IB_PORT, RDS_IB_PORT6, RDS_TRANS_IB};
 use crate::rdma::{OpKind, RdmaOp};
 use crate::socket::Shared;
 use crate::stats;
 use crate::transport::{join, ConnTransport, Membership, MrOps, Transport};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -143,8 +142,8 @@ impl IbTransport {
 ///
 /// # Invariants
 ///
-/// `pd` is `Some` until `remove` took every connection on the device down (`paths` is then
-/// 0 and no new path starts: `removing`).
+/// `pd` is `Some` until `remove` took every connection on the device down (every party of
+/// `paths` arrived, and no new path starts: `removing`).
 #[pin_data]
 pub(crate) struct IbDev {
     dev: Device,
@@ -170,8 +169,9 @@ pub(crate) struct IbDev {
     /// on.
     #[pin]
     qps: SpinLockBh<RBTree<usize, Arc<Qp<Inflight>>>>,
-    /// Paths (QPs) alive on the device.
-    paths: AtomicUsize,
+    /// Paths (QPs) alive on the device, one party each (`PathCountGuard`), and one for the
+    /// device itself, which `remove` gives up before it waits for the others.
+    paths: Arc<Waiter>,
     /// The device is going away: no new path.
     removing: AtomicBool,
 }
@@ -205,6 +205,7 @@ impl IbClient for Client {
         } else {
             None
         };
+        let paths = Waiter::new().ok()?;
         let d = Arc::pin_init(
             pin_init!(IbDev {
                 dev,
@@ -215,7 +216,7 @@ impl IbClient for Client {
                 service <- frwr::service(),
                 idle <- new_mutex!(idle, "IbDev::idle"),
                 qps <- new_spinlock_bh!(RBTree::new(), "IbDev::qps"),
-                paths: AtomicUsize::new(0),
+                paths,
                 removing: AtomicBool::new(false),
             }),
             GFP_KERNEL,
@@ -229,11 +230,18 @@ impl IbClient for Client {
     }
 
     fn remove(&self, dev: Device, data: Arc<IbDev>, ctx: &ProcessCtx) {
-        data.removing.store(true, Ordering::Release);
+        {
+            // Under the lock a path is counted under (`PathQp::new`): a path counted before
+            // this is waited for below, none is counted after.
+            let _devs = self.ib.devs.lock();
+            data.removing.store(true, Ordering::Release);
+        }
+        data.paths.arrive();
         // Every connection on the device goes down (its shutdown destroys the QP and the id);
-        // wait for the last, then the PD can go.
+        // wait for the last, then the PD can go. A connection between its path and `Up` when
+        // dropped may need dropping again: every 100 ms while any is left.
         let mut waited = 0u32;
-        while data.paths.load(Ordering::Acquire) != 0 {
+        loop {
             self.shared.conns.for_each(NetId::init(), |c| {
                 if let Some(ic) = c.tstate::<IbConn>() {
                     if ic.on_device(dev) {
@@ -241,9 +249,11 @@ impl IbClient for Client {
                     }
                 }
             });
-            sys::sleep_ms(10, ctx);
+            if data.paths.wait(100, ctx) {
+                break;
+            }
             waited += 1;
-            if waited % 1000 == 0 {
+            if waited % 100 == 0 {
                 pr_warn!("still waiting for connections on a removed RDMA device\n");
             }
         }

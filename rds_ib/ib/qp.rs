@@ -97,13 +97,14 @@ impl Drop for QpListing {
     }
 }
 
-/// A path counted alive on its device (`IbDev::paths`, which the device's removal waits to see
-/// at 0): counted by [`PathQp::new`] unless the device is going, uncounted when this drops.
+/// A path counted alive on its device (a party of `IbDev::paths`, whose arrivals the device's
+/// removal waits for): added by [`PathQp::new`] unless the device is going, arrives when this
+/// drops.
 struct PathCountGuard(Arc<IbDev>);
 
 impl Drop for PathCountGuard {
     fn drop(&mut self) {
-        self.0.paths.fetch_sub(1, Ordering::AcqRel);
+        self.0.paths.arrive();
     }
 }
 
@@ -120,7 +121,7 @@ impl PathQp {
             if dev.removing.load(Ordering::Acquire) {
                 return Err(ENODEV);
             }
-            dev.paths.fetch_add(1, Ordering::AcqRel);
+            dev.paths.add();
             PathCountGuard(dev.clone())
         };
         // The send queue also takes the ack-only frame and a fence.
