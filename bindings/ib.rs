@@ -609,28 +609,105 @@ impl Drop for Cq {
     }
 }
 
+/// A Rust enum for a C enum: the variants with their C values, and a last variant `Other`
+/// for any value not listed (a newer kernel's). Generates `from_raw` (the conversion from the
+/// C value, for the glue callbacks of this module) and `raw` (the C value back).
+macro_rules! c_enum {
+    (
+        $(#[$m:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vm:meta])* $v:ident = $val:literal, )*
+        }
+    ) => {
+        $(#[$m])*
+        $vis enum $name {
+            $( $(#[$vm])* $v, )*
+            /// A value not listed here.
+            Other(i32),
+        }
+
+        impl $name {
+            /// The variant of the C value `v`.
+            fn from_raw(v: i32) -> Self {
+                match v {
+                    $( $val => Self::$v, )*
+                    v => Self::Other(v),
+                }
+            }
+
+            /// The C value.
+            pub(crate) fn raw(self) -> i32 {
+                match self {
+                    $( Self::$v => $val, )*
+                    Self::Other(v) => v,
+                }
+            }
+        }
+    };
+}
+
+c_enum! {
+    /// How a work request completed: C's `enum ib_wc_status` (and `Other(i32)`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum WcStatus {
+        /// `IB_WC_SUCCESS`.
+        Success = 0,
+        /// `IB_WC_LOC_LEN_ERR`: a local length error (a receive too small for the message).
+        LocLenErr = 1,
+        /// `IB_WC_LOC_QP_OP_ERR`: a local QP operation error.
+        LocQpOpErr = 2,
+        /// `IB_WC_LOC_EEC_OP_ERR`: a local EE context operation error.
+        LocEecOpErr = 3,
+        /// `IB_WC_LOC_PROT_ERR`: a local protection error (a bad l_key).
+        LocProtErr = 4,
+        /// `IB_WC_WR_FLUSH_ERR`: the QP is in error or drained; the request did not execute.
+        WrFlushErr = 5,
+        /// `IB_WC_MW_BIND_ERR`: a memory window bind error.
+        MwBindErr = 6,
+        /// `IB_WC_BAD_RESP_ERR`: a bad response from the peer.
+        BadRespErr = 7,
+        /// `IB_WC_LOC_ACCESS_ERR`: a local access error.
+        LocAccessErr = 8,
+        /// `IB_WC_REM_INV_REQ_ERR`: the peer found the request invalid.
+        RemInvReqErr = 9,
+        /// `IB_WC_REM_ACCESS_ERR`: the peer refused a remote access (r_key, range, permission).
+        RemAccessErr = 10,
+        /// `IB_WC_REM_OP_ERR`: the peer failed to execute the request.
+        RemOpErr = 11,
+        /// `IB_WC_RETRY_EXC_ERR`: the peer did not answer (transport retries exhausted).
+        RetryExcErr = 12,
+        /// `IB_WC_RNR_RETRY_EXC_ERR`: the peer had no receive posted (RNR retries exhausted).
+        RnrRetryExcErr = 13,
+        /// `IB_WC_LOC_RDD_VIOL_ERR`: a local RD domain violation.
+        LocRddViolErr = 14,
+        /// `IB_WC_REM_INV_RD_REQ_ERR`: the peer found the RD request invalid.
+        RemInvRdReqErr = 15,
+        /// `IB_WC_REM_ABORT_ERR`: the peer aborted the request.
+        RemAbortErr = 16,
+        /// `IB_WC_INV_EECN_ERR`: an invalid EE context number.
+        InvEecnErr = 17,
+        /// `IB_WC_INV_EEC_STATE_ERR`: an invalid EE context state.
+        InvEecStateErr = 18,
+        /// `IB_WC_FATAL_ERR`: a fatal error of the device.
+        FatalErr = 19,
+        /// `IB_WC_RESP_TIMEOUT_ERR`: a response timed out.
+        RespTimeoutErr = 20,
+        /// `IB_WC_GENERAL_ERR`: any other error.
+        GeneralErr = 21,
+    }
+}
+
 /// What a completion handler learns.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Wc {
-    /// `enum ib_wc_status` (0 success, 5 `IB_WC_WR_FLUSH_ERR`, 10 `IB_WC_REM_ACCESS_ERR`, ...).
-    pub(crate) status: i32,
+    /// How the request completed.
+    pub(crate) status: WcStatus,
     /// `enum ib_wc_opcode`.
     #[expect(dead_code, reason = "for RDMA completions (issue 11)")]
     pub(crate) opcode: i32,
     /// Bytes received (receives).
     pub(crate) byte_len: u32,
 }
-
-/// `IB_WC_SUCCESS`.
-pub(crate) const WC_SUCCESS: i32 = 0;
-/// `IB_WC_WR_FLUSH_ERR`: the QP is in error or drained; the request did not execute.
-pub(crate) const WC_FLUSH_ERR: i32 = 5;
-/// `IB_WC_REM_ACCESS_ERR`: the peer refused a remote access (r_key, range, permission).
-pub(crate) const WC_REM_ACCESS_ERR: i32 = 10;
-/// `IB_WC_RETRY_EXC_ERR`: the peer did not answer (transport retries exhausted).
-pub(crate) const WC_RETRY_EXC_ERR: i32 = 12;
-/// `IB_WC_RNR_RETRY_EXC_ERR`: the peer had no receive posted (RNR retries exhausted).
-pub(crate) const WC_RNR_RETRY_EXC_ERR: i32 = 13;
 
 /// Who handles the completions of work requests naming a [`WrCqe`].
 pub(crate) trait WcHandler: Send + Sync {
@@ -697,7 +774,7 @@ unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: 
         h.done(
             (*w).tag,
             Wc {
-                status,
+                status: WcStatus::from_raw(status),
                 opcode,
                 byte_len: len,
             },
@@ -715,40 +792,49 @@ pub(crate) enum CmAction {
     Destroy,
 }
 
-/// `enum rdma_cm_event_type`.
-pub(crate) mod cm_event {
-    /// `RDMA_CM_EVENT_ADDR_RESOLVED`.
-    pub(crate) const ADDR_RESOLVED: i32 = 0;
-    /// `RDMA_CM_EVENT_ADDR_ERROR`.
-    pub(crate) const ADDR_ERROR: i32 = 1;
-    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`.
-    pub(crate) const ROUTE_RESOLVED: i32 = 2;
-    /// `RDMA_CM_EVENT_ROUTE_ERROR`.
-    pub(crate) const ROUTE_ERROR: i32 = 3;
-    /// `RDMA_CM_EVENT_CONNECT_REQUEST`.
-    pub(crate) const CONNECT_REQUEST: i32 = 4;
-    /// `RDMA_CM_EVENT_CONNECT_ERROR`.
-    pub(crate) const CONNECT_ERROR: i32 = 6;
-    /// `RDMA_CM_EVENT_UNREACHABLE`.
-    pub(crate) const UNREACHABLE: i32 = 7;
-    /// `RDMA_CM_EVENT_REJECTED`.
-    pub(crate) const REJECTED: i32 = 8;
-    /// `RDMA_CM_EVENT_ESTABLISHED`.
-    pub(crate) const ESTABLISHED: i32 = 9;
-    /// `RDMA_CM_EVENT_DISCONNECTED`.
-    pub(crate) const DISCONNECTED: i32 = 10;
-    /// `RDMA_CM_EVENT_DEVICE_REMOVAL`.
-    pub(crate) const DEVICE_REMOVAL: i32 = 11;
-    /// `RDMA_CM_EVENT_ADDR_CHANGE`.
-    pub(crate) const ADDR_CHANGE: i32 = 14;
-    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`.
-    pub(crate) const TIMEWAIT_EXIT: i32 = 15;
+c_enum! {
+    /// The type of an rdma_cm event: C's `enum rdma_cm_event_type` (and `Other(i32)`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum CmEventKind {
+        /// `RDMA_CM_EVENT_ADDR_RESOLVED`: the address was resolved.
+        AddrResolved = 0,
+        /// `RDMA_CM_EVENT_ADDR_ERROR`: the address could not be resolved.
+        AddrError = 1,
+        /// `RDMA_CM_EVENT_ROUTE_RESOLVED`: the route was resolved.
+        RouteResolved = 2,
+        /// `RDMA_CM_EVENT_ROUTE_ERROR`: the route could not be resolved.
+        RouteError = 3,
+        /// `RDMA_CM_EVENT_CONNECT_REQUEST`: a connection request on a listener.
+        ConnectRequest = 4,
+        /// `RDMA_CM_EVENT_CONNECT_RESPONSE`: a reply for an id without a QP.
+        ConnectResponse = 5,
+        /// `RDMA_CM_EVENT_CONNECT_ERROR`: the connection could not be made.
+        ConnectError = 6,
+        /// `RDMA_CM_EVENT_UNREACHABLE`: the peer did not answer.
+        Unreachable = 7,
+        /// `RDMA_CM_EVENT_REJECTED`: the peer rejected the request.
+        Rejected = 8,
+        /// `RDMA_CM_EVENT_ESTABLISHED`: the connection is up.
+        Established = 9,
+        /// `RDMA_CM_EVENT_DISCONNECTED`: the connection went down.
+        Disconnected = 10,
+        /// `RDMA_CM_EVENT_DEVICE_REMOVAL`: the device of the id is going.
+        DeviceRemoval = 11,
+        /// `RDMA_CM_EVENT_MULTICAST_JOIN`: a multicast join completed.
+        MulticastJoin = 12,
+        /// `RDMA_CM_EVENT_MULTICAST_ERROR`: a multicast group failed.
+        MulticastError = 13,
+        /// `RDMA_CM_EVENT_ADDR_CHANGE`: the address moved to another device.
+        AddrChange = 14,
+        /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the QP left the timewait state.
+        TimewaitExit = 15,
+    }
 }
 
 /// An rdma_cm event.
 pub(crate) struct CmEvent<'a> {
-    /// The event type ([`cm_event`]).
-    pub(crate) kind: i32,
+    /// The event type.
+    pub(crate) kind: CmEventKind,
     /// Its status (negative errno for errors; the reject reason for `REJECTED`).
     pub(crate) status: i32,
     /// The private data of a connection request, reply or reject (as rdma_cm delivers it).
@@ -1199,7 +1285,7 @@ unsafe extern "C" fn rds_rs_cm_event(
     // SAFETY: Per the function's safety requirements `ctx` is a live `CmCtx`.
     let h = unsafe { &*ctx.cast::<Arc<dyn CmHandler>>() };
     let ev = CmEvent {
-        kind: event,
+        kind: CmEventKind::from_raw(event),
         status,
         private,
         v6,

@@ -15,7 +15,7 @@
 
 use super::conn::{IbConn, Path};
 use super::{IbTransport, RESOLVE_MS};
-use crate::bindings::ib::{cm_event, CmAction, CmEvent, CmHandler, CmIdRef, Device};
+use crate::bindings::ib::{CmAction, CmEvent, CmEventKind, CmHandler, CmIdRef, Device};
 use crate::bindings::net::NetId;
 use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys;
@@ -38,7 +38,7 @@ pub(super) struct Listener {
 
 impl CmHandler for Listener {
     fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
-        if ev.kind != cm_event::CONNECT_REQUEST {
+        if ev.kind != CmEventKind::ConnectRequest {
             return CmAction::Keep;
         }
         match self.accept(id, ev, ctx) {
@@ -214,18 +214,18 @@ impl CmHandler for Path {
             "ib path {:p} active {} event {} status {} conn state {:?}\n",
             self,
             self.active,
-            ev.kind,
+            ev.kind.raw(),
             ev.status,
             conn.state()
         );
         match ev.kind {
-            cm_event::ADDR_RESOLVED => {
+            CmEventKind::AddrResolved => {
                 id.set_tos(conn.key.tos);
                 if id.resolve_route(RESOLVE_MS).is_err() {
                     conn.drop_connection();
                 }
             }
-            cm_event::ROUTE_RESOLVED => {
+            CmEventKind::RouteResolved => {
                 let Some(me) = self.me() else {
                     // A path the connection left: its teardown destroys the id.
                     return CmAction::Keep;
@@ -275,7 +275,7 @@ impl CmHandler for Path {
                     Err(_) => conn.drop_connection(),
                 }
             }
-            cm_event::ESTABLISHED => {
+            CmEventKind::Established => {
                 if self.active {
                     // The reply's version (C: `rds_ib_cm_connect_complete`); a reply without
                     // private data is 4.1 there, which is the same wire.
@@ -320,20 +320,20 @@ impl CmHandler for Path {
                     conn.drop_connection();
                 }
             }
-            cm_event::REJECTED => {
+            CmEventKind::Rejected => {
                 stats::inc(Stat::RsIbConnectRejected);
                 if reject_drops(ev.private) {
                     conn.drop_connection();
                 }
             }
-            cm_event::ADDR_ERROR
-            | cm_event::ROUTE_ERROR
-            | cm_event::CONNECT_ERROR
-            | cm_event::UNREACHABLE
-            | cm_event::DEVICE_REMOVAL
-            | cm_event::ADDR_CHANGE
-            | cm_event::DISCONNECTED
-            | cm_event::TIMEWAIT_EXIT => conn.drop_connection(),
+            CmEventKind::AddrError
+            | CmEventKind::RouteError
+            | CmEventKind::ConnectError
+            | CmEventKind::Unreachable
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::AddrChange
+            | CmEventKind::Disconnected
+            | CmEventKind::TimewaitExit => conn.drop_connection(),
             _ => {}
         }
         CmAction::Keep

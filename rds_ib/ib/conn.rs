@@ -16,8 +16,8 @@
 use super::qp::PathQp;
 use super::{IbTransport, RDMA_SETTLE_MS, RESOLVE_MS};
 use crate::bindings::ib::{
-    CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, TAG_ACK, TAG_KIND, TAG_RECV, TAG_SEND,
-    WC_FLUSH_ERR, WC_SUCCESS,
+    CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, WcStatus, TAG_ACK, TAG_KIND, TAG_RECV,
+    TAG_SEND,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::sys;
@@ -282,8 +282,8 @@ impl Path {
 /// is still up: then the QP went to the error state without telling us first (rxe does when
 /// a packet cannot leave the host, e.g. while the link is down), and nothing but a reconnect
 /// brings back its receives and credits (C: any failed completion while the connection is up).
-pub(super) fn wc_failed(conn: &Arc<Conn>, status: i32, stat: Stat) {
-    if status != WC_FLUSH_ERR {
+pub(super) fn wc_failed(conn: &Arc<Conn>, status: WcStatus, stat: Stat) {
+    if status != WcStatus::WrFlushErr {
         stats::inc(stat);
         conn.drop_connection();
     } else if conn.state() == ConnState::Up {
@@ -315,7 +315,7 @@ impl WcHandler for Path {
             TAG_ACK => {
                 q.qp.complete_ack();
                 q.ack_busy.store(false, Ordering::Release);
-                if wc.status == WC_SUCCESS {
+                if wc.status == WcStatus::Success {
                     // Another ack may have been asked for while this one was out.
                     q.attempt_ack(&self.conn);
                 } else {

@@ -36,8 +36,8 @@
 use super::mr::{DevMr, MrCell};
 use super::{IbDev, RESOLVE_MS};
 use crate::bindings::ib::{
-    cm_event, CmAction, CmEvent, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
-    SendSource, Waiter, Wc, WcHandler, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND, WC_SUCCESS,
+    CmAction, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
+    SendSource, Waiter, Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND,
 };
 use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys;
@@ -78,7 +78,7 @@ struct SvcInner {
     /// [`teardown`] has taken the parts: the handlers add nothing more.
     closed: bool,
     /// The status of the last `REG_MR`, once it completed.
-    reg: Option<i32>,
+    reg: Option<WcStatus>,
     /// Who waits for the `REG_MR` that is out.
     reg_wait: Option<Arc<Waiter>>,
 }
@@ -141,7 +141,7 @@ impl WcHandler for SvcState {
         if let Some(q) = qp {
             drop(q.complete_send(tag & !TAG_KIND));
         }
-        if wc.status != WC_SUCCESS {
+        if wc.status != WcStatus::Success {
             self.fail();
         }
         let w = {
@@ -162,12 +162,12 @@ impl CmHandler for Active {
     fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         let st = &self.0;
         match ev.kind {
-            cm_event::ADDR_RESOLVED => {
+            CmEventKind::AddrResolved => {
                 if id.resolve_route(RESOLVE_MS).is_err() {
                     st.fail();
                 }
             }
-            cm_event::ROUTE_RESOLVED => {
+            CmEventKind::RouteResolved => {
                 let Ok(q) = st.new_qp(id, ctx) else {
                     st.fail();
                     return CmAction::Keep;
@@ -185,16 +185,16 @@ impl CmHandler for Active {
                     st.fail();
                 }
             }
-            cm_event::ESTABLISHED => st.inner.lock().up = true,
-            cm_event::ADDR_ERROR
-            | cm_event::ROUTE_ERROR
-            | cm_event::CONNECT_ERROR
-            | cm_event::UNREACHABLE
-            | cm_event::REJECTED
-            | cm_event::DEVICE_REMOVAL
-            | cm_event::ADDR_CHANGE
-            | cm_event::DISCONNECTED
-            | cm_event::TIMEWAIT_EXIT => st.fail(),
+            CmEventKind::Established => st.inner.lock().up = true,
+            CmEventKind::AddrError
+            | CmEventKind::RouteError
+            | CmEventKind::ConnectError
+            | CmEventKind::Unreachable
+            | CmEventKind::Rejected
+            | CmEventKind::DeviceRemoval
+            | CmEventKind::AddrChange
+            | CmEventKind::Disconnected
+            | CmEventKind::TimewaitExit => st.fail(),
             _ => {}
         }
         CmAction::Keep
@@ -208,7 +208,7 @@ impl CmHandler for Passive {
     fn event(&self, id: CmIdRef<'_>, ev: &CmEvent<'_>, ctx: &ProcessCtx) -> CmAction {
         let st = &self.0;
         match ev.kind {
-            cm_event::CONNECT_REQUEST => {
+            CmEventKind::ConnectRequest => {
                 if st.broken.load(Ordering::Acquire) {
                     return CmAction::Destroy;
                 }
@@ -246,7 +246,7 @@ impl CmHandler for Passive {
                     st.fail();
                 }
             }
-            cm_event::ESTABLISHED => {}
+            CmEventKind::Established => {}
             _ => st.fail(),
         }
         CmAction::Keep
@@ -427,11 +427,11 @@ fn reg_locked(
         None
     };
     match status {
-        Some(WC_SUCCESS) => Ok(()),
+        Some(WcStatus::Success) => Ok(()),
         status => {
             pr_warn!(
                 "fast registration on an iWARP device failed ({:?})\n",
-                status
+                status.map(WcStatus::raw)
             );
             teardown(svc.take(), ctx);
             Err(EIO)

@@ -11,9 +11,7 @@
 
 use super::qp::PathQp;
 use super::send::Inflight;
-use crate::bindings::ib::{
-    DmaMapping, RdmaWr, SEND_SIGNALED, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_RNR_RETRY_EXC_ERR,
-};
+use crate::bindings::ib::{DmaMapping, RdmaWr, WcStatus, SEND_SIGNALED};
 use crate::bindings::mm::PinnedPages;
 use crate::conn::Conn;
 use crate::message::Message;
@@ -50,10 +48,10 @@ pub(super) fn atomic_wr(a: &AtomicOp) -> RdmaWr {
 /// peer's refusal (a bad r_key, an address outside the registration, no write permission);
 /// retries exhausted mean the peer was lost, as a flush does (C: `RDS_RDMA_OTHER_ERROR`);
 /// anything else is an error of the connection.
-pub(super) fn op_status(wc_status: i32) -> i32 {
+pub(super) fn op_status(wc_status: WcStatus) -> i32 {
     match wc_status {
-        WC_REM_ACCESS_ERR => RDS_RDMA_REMOTE_ERROR,
-        WC_RETRY_EXC_ERR | WC_RNR_RETRY_EXC_ERR => RDS_RDMA_DROPPED,
+        WcStatus::RemAccessErr => RDS_RDMA_REMOTE_ERROR,
+        WcStatus::RetryExcErr | WcStatus::RnrRetryExcErr => RDS_RDMA_DROPPED,
         _ => RDS_RDMA_OTHER_ERROR,
     }
 }

@@ -13,7 +13,7 @@
 use super::conn::wc_failed;
 use super::qp::PathQp;
 use super::AddrFmt;
-use crate::bindings::ib::{Wc, WC_SUCCESS};
+use crate::bindings::ib::{Wc, WcStatus};
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::Conn;
 use crate::message::{LentFrags, Payload};
@@ -39,7 +39,7 @@ impl PathQp {
         ctx: &ProcessCtx,
     ) {
         let buf = self.qp.complete_recv(slot);
-        if wc.status != WC_SUCCESS {
+        if wc.status != WcStatus::Success {
             drop(buf);
             self.rx_dead.store(true, Ordering::Release);
             // Paired with the fence after `connect_complete` (`ESTABLISHED`): a flush that

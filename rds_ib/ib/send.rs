@@ -16,7 +16,7 @@ use super::conn::wc_failed;
 use super::qp::PathQp;
 use super::rdma::op_status;
 use crate::bindings::ib::{
-    Piece, SendSource, Wc, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED, WC_FLUSH_ERR, WC_SUCCESS,
+    Piece, SendSource, Wc, WcStatus, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED,
 };
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::Conn;
@@ -231,11 +231,13 @@ impl PathQp {
             | Some(Inflight::Rdma {
                 msg,
                 completes: true,
-            }) if wc.status == WC_SUCCESS && msg.op.is_some() => {
+            }) if wc.status == WcStatus::Success && msg.op.is_some() => {
                 send::op_complete(msg, RDS_RDMA_SUCCESS);
             }
             Some(Inflight::Send { msg, .. }) | Some(Inflight::Rdma { msg, .. })
-                if wc.status != WC_SUCCESS && wc.status != WC_FLUSH_ERR && msg.op.is_some() =>
+                if wc.status != WcStatus::Success
+                    && wc.status != WcStatus::WrFlushErr
+                    && msg.op.is_some() =>
             {
                 send::op_complete(msg, op_status(wc.status));
             }
@@ -245,7 +247,7 @@ impl PathQp {
         if let Some(Inflight::Send { msg, .. } | Inflight::Rdma { msg, .. }) = keeper {
             Message::recycle_sent(msg, ctx);
         }
-        if wc.status != WC_SUCCESS {
+        if wc.status != WcStatus::Success {
             wc_failed(conn, wc.status, Stat::RsIbSendError);
             return;
         }
