@@ -257,18 +257,6 @@ enum Drain {
     NotUp,
 }
 
-/// What the receive side made of a data frame's sequence number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RxVerdict {
-    /// New: deliver it.
-    Accept,
-    /// An old retransmission, already delivered: drop it.
-    Duplicate,
-    /// A replay (an old sequence number without `RETRANSMITTED` within one incarnation of
-    /// a transport that refuses them, [`Transport::refuses_replays`]): drop and count it.
-    Replay,
-}
-
 impl Conn {
     fn new(
         key: ConnKey,
@@ -913,16 +901,8 @@ impl Conn {
             inner.rx.check(m.seq(), m.retransmitted())
         };
         send::complete(&m, RDS_RDMA_SUCCESS);
-        match check {
-            SeqCheck::Accept => {}
-            SeqCheck::OldRetransmission => {
-                stats::inc(Stat::RecvDropOldSeq);
-                return;
-            }
-            SeqCheck::Replay => {
-                stats::inc(Stat::RsRecvDropReplay);
-                return;
-            }
+        if !crate::recv::seq_admits(check) {
+            return;
         }
         if let Ok(m) = ListArc::<Message, 1>::try_from_arc(m) {
             crate::recv::deliver(self, m, RxCtx::Process(ctx));
@@ -996,7 +976,7 @@ impl Conn {
     ///
     /// `ack` is the frame's `h_ack`, settled as [`Conn::ack_received`] does, under the same
     /// lock (0 for none).
-    pub(crate) fn rx_data(&self, ack: u64, seq: u64, flags: u8) -> RxVerdict {
+    pub(crate) fn rx_data(&self, ack: u64, seq: u64, flags: u8) -> SeqCheck {
         let mut acked = List::<Message>::new();
         let verdict = self.rx_data_locked(&mut self.inner.lock(), ack, seq, flags, &mut acked);
         settle_acked(acked, None);
@@ -1010,18 +990,14 @@ impl Conn {
         seq: u64,
         flags: u8,
         acked: &mut List<Message>,
-    ) -> RxVerdict {
+    ) -> SeqCheck {
         self.take_acked_locked(inner, ack, acked);
         inner.last_used = sys::jiffies();
         self.acks.received(seq, flags & FLAG_ACK_REQUIRED != 0);
         if flags & FLAG_ACK_REQUIRED != 0 {
             stats::inc(Stat::RecvAckRequired);
         }
-        match inner.rx.check(seq, flags & FLAG_RETRANSMITTED != 0) {
-            SeqCheck::Accept => RxVerdict::Accept,
-            SeqCheck::OldRetransmission => RxVerdict::Duplicate,
-            SeqCheck::Replay => RxVerdict::Replay,
-        }
+        inner.rx.check(seq, flags & FLAG_RETRANSMITTED != 0)
     }
 
     /// The value for `h_ack` of a frame being sent (C: `rds_ib_piggyb_ack`): the ack counts

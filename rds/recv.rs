@@ -16,13 +16,13 @@ use crate::bindings::raw;
 use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys::{self, poll};
 use crate::cong::CongMap;
-use crate::conn::{Conn, RxVerdict};
+use crate::conn::Conn;
 use crate::message::{IncomingHeader, Message, Payload, RxSlot};
 use crate::proto::{
     cmsg_space, encode_sockaddr, monitor_mask, parse_frame, CongChange, FrameError, FrameKind,
-    RdmaNotify, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE,
-    RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY, SOL_RDS, SOL_SOCKET,
-    SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
+    RdmaNotify, SeqCheck, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN,
+    RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY,
+    SOL_RDS, SOL_SOCKET, SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
 };
 use crate::send;
 use crate::socket::{Rds, RdsSocket, SockData};
@@ -102,16 +102,8 @@ pub(crate) fn incoming(
     let h = frame.hdr;
     let (saddr, daddr) = conn.rx_addrs();
     // The frame's ack is settled with the sequence check, under one lock.
-    match conn.rx_data(h.ack, h.sequence, h.flags) {
-        RxVerdict::Accept => {}
-        RxVerdict::Duplicate => {
-            stats::inc(Stat::RecvDropOldSeq);
-            return Ok(());
-        }
-        RxVerdict::Replay => {
-            stats::inc(Stat::RsRecvDropReplay);
-            return Ok(());
-        }
+    if !seq_admits(conn.rx_data(h.ack, h.sequence, h.flags)) {
+        return Ok(());
     }
     if ping_or_probe(conn, h.sport, h.dport, rx) {
         return Ok(());
@@ -132,6 +124,23 @@ pub(crate) fn incoming(
     );
     queue_for(conn, m, frame.rdma_rkey, rx);
     Ok(())
+}
+
+/// Whether a message whose sequence number got `check` is delivered; a dropped one is
+/// counted: an old retransmission as C does (`recv_drop_old_seq`), a replay within one
+/// incarnation ([`crate::transport::Transport::refuses_replays`]) as `rs_recv_drop_replay`.
+pub(crate) fn seq_admits(check: SeqCheck) -> bool {
+    match check {
+        SeqCheck::Accept => true,
+        SeqCheck::OldRetransmission => {
+            stats::inc(Stat::RecvDropOldSeq);
+            false
+        }
+        SeqCheck::Replay => {
+            stats::inc(Stat::RsRecvDropReplay);
+            false
+        }
+    }
 }
 
 /// A message of a lossless transport arrived (loopback outside its fault modes,
