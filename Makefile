@@ -15,9 +15,10 @@ bench:
 	@bash scripts/bench.sh
 
 # make bench plus the step profile: perf in the guest during rds-pingpong's 64 B depth 1 and
-# 1 KiB depth 8 exchanges, instructions per exchange step by step for rds_rs and C.
+# 1 KiB depth 8 exchanges over loopback and 64 B depth 1 over soft-RoCE, instructions per
+# exchange step by step for rds_rs and C.
 bench-profile:
-	@BENCH_PROFILE=$${BENCH_PROFILE:-1} bash scripts/bench.sh
+	@BENCH_PROFILE=$${BENCH_PROFILE:-1} BENCH_IB_PROFILE=$${BENCH_IB_PROFILE-64:1} bash scripts/bench.sh
 
 # `rds-tests load 1000000` against rds_rs on the debug kernel (SOAK_COUNT, SOAK_TIMEOUT).
 soak:

@@ -71,7 +71,7 @@ def parse_ib(lines):
 def parse_pp(lines):
     """Returns {(pass, impl, size, depth): rate or None (failed)} of the rds-pingpong lines
     and their configurations in the order they ran, per pass."""
-    runs, order = {}, {"main": [], "repeat": [], "profile": [], "ib": []}
+    runs, order = {}, {"main": [], "repeat": [], "profile": [], "ib": [], "ibprofile": []}
     for line in lines:
         f = line.split()
         if len(f) < 6 or f[0] != "pp" or f[1] not in order:
@@ -145,27 +145,28 @@ def ib_pp_table(pp, order, ib_runs, base):
     return t
 
 
-def folded_path(d, impl, size, depth):
+def folded_path(d, impl, size, depth, prefix=""):
     for ext in (".folded", ".folded.gz"):
-        p = os.path.join(d, f"profile-{impl}-{size}-{depth}{ext}")
+        p = os.path.join(d, f"profile-{prefix}{impl}-{size}-{depth}{ext}")
         if os.path.exists(p):
             return p
     return None
 
 
-def profile_section(d, pp, order):
+def profile_section(d, pp, order, ib=False):
     """The step tables (Markdown lines) of the profile runs in pp, from the folded files in
-    d, and the biggest leaf functions of each."""
+    d, and the biggest leaf functions of each (ib: the runs over rxe)."""
     md = []
+    main_pass, prof_pass, prefix = ("ib", "ibprofile", "ib-") if ib else ("main", "profile", "")
     for size, depth in order:
-        name = f"{human(size)} depth {depth}"
+        name = f"{human(size)} depth {depth}" + (" over rxe" if ib else "")
         per, info, leaves = {}, {}, {}
-        for impl in ("rs", "c", "unix"):
-            path = folded_path(d, impl, size, depth)
+        for impl in ("rs", "c") if ib else ("rs", "c", "unix"):
+            path = folded_path(d, impl, size, depth, prefix)
             if impl == "unix" and path is None:
                 continue  # results from before AF_UNIX was profiled
-            rate = pp.get(("main", impl, size, depth))
-            prate = pp.get(("profile", impl, size, depth))
+            rate = pp.get((main_pass, impl, size, depth))
+            prate = pp.get((prof_pass, impl, size, depth))
             if path is None or not rate or not prate:
                 per[impl] = None
                 info[impl] = "FAIL (no profile, or a failed run)"
@@ -185,7 +186,7 @@ def profile_section(d, pp, order):
                           f"({1e9 / prate:,.0f} and {ipe:,.0f} instructions per exchange)")
             leaves[impl] = top_leaves(path, impl, ipe, total)
         md += [f"Instructions per exchange (a {human(size)} request and its 64-byte answer, "
-               f"{depth} outstanding), step by step:", ""]
+               f"{depth} outstanding{', over rxe' if ib else ''}), step by step:", ""]
         unix = "unix" in per
         head = ["step", "rs", "C", "rs - C"] + (["unix", "rs - unix"] if unix else [])
         t = [head]
@@ -195,6 +196,8 @@ def profile_section(d, pp, order):
 
         for s in steps.ORDER + ["total"]:
             v = {i: (per[i][s] if per[i] else None) for i in per}
+            if s != "total" and all(not x for x in v.values()):
+                continue  # a step none of them has (rxe's, over loopback)
             row = [f"**{s}**" if s == "total" else s, fmt_rate(v["rs"]), fmt_rate(v["c"]),
                    diff(v["rs"], v["c"])]
             if unix:
@@ -347,10 +350,11 @@ def main():
                               for t, s, d, i, x, y, p in spread)
                   + f"; largest spread {max(p for *_, p in spread):.3f}%.")
         md.append("")
-    if a.profile and pp_order["profile"]:
+    if a.profile and (pp_order["profile"] or pp_order["ibprofile"]):
         md += ["## Step profile", ""]
         md += profile_method(a.period)
         md += profile_section(a.profile, pp, pp_order["profile"])
+        md += profile_section(a.profile, pp, pp_order["ibprofile"], ib=True)
     if meta:
         md.append("| run | |")
         md.append("|---|---|")
@@ -406,7 +410,12 @@ def profile_method(period):
         "layer above the family; user: the benchmark program and libc; other: the rest "
         "(interrupts, timers, unrelated kworkers). AF_UNIX (where profiled) has two steps "
         "of its own: send (`unix_dgram_sendmsg`, which also queues on the peer) and recvmsg "
-        "(`unix_dgram_recvmsg`). Idle and perf's own samples are left "
+        "(`unix_dgram_recvmsg`). Over rxe two steps more: completions (getting a work "
+        "completion to its handler: the CQ's event, the poll work item or softirq or C's "
+        "tasklet) and rxe/net (the soft device's verbs and tasks, and the UDP and veth "
+        "under it); the transports' own functions count for transmit (posting, acks), "
+        "deliver (receive completions) and ack/settle (send completions). "
+        "Idle and perf's own samples are left "
         "out. Each step's share of the remaining samples is multiplied by the instructions per "
         "exchange measured without perf (1e9 / the rds-pingpong rate above), so the steps add "
         "up to that total. One exchange is two messages (the request and its answer), each of "

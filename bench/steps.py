@@ -39,8 +39,8 @@ import re
 import sys
 
 # Step names in report order; IDLE and PERF are not part of the exchange.
-ORDER = ["send", "transmit", "deliver", "ack/settle", "recvmsg", "syscall", "scheduler",
-         "user", "other"]
+ORDER = ["send", "transmit", "deliver", "ack/settle", "recvmsg", "completions", "rxe/net",
+         "syscall", "scheduler", "user", "other"]
 EXCLUDED = ["idle", "perf"]
 
 # What both implementations share: the kernel around the socket family.
@@ -50,6 +50,18 @@ COMMON = [
                   r"try_to_wake_up|wake_up_process|wake_up_q|__wake_up\w*|"
                   r"autoremove_wake_function|default_wake_function|woken_wake_function|"
                   r"finish_task_switch\w*|__switch_to\w*|ttwu_\w+"),
+    # IB (over rxe): getting a work completion to its handler, the CQ's event and its poll
+    # (a work item with IB_POLL_WORKQUEUE, a softirq with IB_POLL_SOFTIRQ, C's tasklets); the
+    # handlers themselves are the implementation's steps
+    ("completions", r"__ib_process_cq|ib_cq_poll_work|ib_poll_handler|irq_poll_softirq|"
+                    r"ib_cq_completion_\w+|rds_rs_ib_wc|rds_ib_cq_comp_handler_\w+|"
+                    r"tasklet_action\w*|irq_poll_sched"),
+    # IB (over rxe): the soft device's verbs and tasks and the network under it (the UDP
+    # encapsulation over the veth pair), entered from the implementation's posts and polls
+    ("rxe/net", r"rxe_\w+|do_task|do_work|net_rx_action|__netif_receive_skb\w*|"
+                r"netif_receive_skb\w*|process_backlog|__dev_queue_xmit|dev_hard_start_xmit|"
+                r"veth_xmit|ip_finish_output2|ip_local_out|__ip_local_out|udp_tunnel_xmit_skb|"
+                r"udp_rcv|__udp4_lib_rcv|ib_poll_cq|ib_post_\w+|ib_req_notify_cq"),
     # the system call and the socket layer down to the family
     ("syscall", r"do_syscall_64|entry_SYSCALL_64\w*|syscall_exit_to_user_mode\w*|"
                 r"__x64_sys_\w+|__sys_\w+|__sock_sendmsg|sock_sendmsg|sock_recvmsg\w*|"
@@ -61,7 +73,8 @@ COMMON = [
 # rds_send_drop_acked at once.
 C_STEPS = [
     ("send", r"rds_sendmsg"),
-    ("transmit", r"rds_send_xmit|rds_loop_xmit|rds_send_worker|rds_ib_xmit\w*"),
+    ("transmit", r"rds_send_xmit|rds_loop_xmit|rds_send_worker|rds_ib_xmit\w*|"
+                 r"rds_ib_send_ack|rds_ib_attempt_ack"),
     ("deliver", r"rds_recv_incoming|rds_ib_recv\w*|rds_ib_process_recv|rds_ib_tasklet_fn_recv"),
     ("ack/settle", r"rds_send_drop_acked|rds_send_path_drop_acked|rds_ib_send_cqe_handler|"
                    r"rds_ib_tasklet_fn_send|rds_ib_send_unmap\w*"),
@@ -88,6 +101,11 @@ RS_STEPS = [
                    r"rds_core::send::(settle|op_complete)"),
     ("recvmsg", r"rds_core::bindings::net::recvmsg_callback::.*|"
                 r"rds_core::socket::Rds::bindings::net::Family::recvmsg"),
+    # IB: the transport's xmit and acks, its receive and send completions
+    ("transmit", r"rds_core::rds_ib::ib::.*::(xmit|post|post_op|reserve|send_ack|attempt_ack)"),
+    ("deliver", r"rds_core::rds_ib::ib::.*::(recv_done|rx_failed|try_for_each)"),
+    ("ack/settle", r"rds_core::rds_ib::ib::.*::send_done"),
+    ("completions", r"rds_core::rds_ib::ib::conn::Path::.*::done"),
 ]
 
 # AF_UNIX SOCK_SEQPACKET (the floor): unix_dgram_sendmsg allocates the skb, copies the data

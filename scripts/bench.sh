@@ -26,6 +26,10 @@
 #                  instructions per exchange step by step (send, transmit, deliver,
 #                  ack/settle, recvmsg, syscall, scheduler, user, other), bench/steps.py says
 #                  how; the folded call chains are kept in bench/results/<name>.profile/
+#   BENCH_IB_PROFILE  "SIZE:DEPTH ..." of BENCH_IB_PINGPONG's configurations to profile the
+#                  same way over soft-RoCE, C RDS/IB and rds_rs (`make bench-profile` sets
+#                  "64:1"): the step table of one request/answer over rxe, with the steps of
+#                  rxe and the network below it and of the completion dispatch apart
 #   BENCH_PROFILE_SECS  seconds of guest time of each profile run (default 60). perf's
 #                  cpu-clock samples on the kernel's hrtimers; without CONFIG_HIGH_RES_TIMERS
 #                  (the plain kernel, HZ=250) they fire at the tick only: one sample every
@@ -93,18 +97,22 @@ repeat=${BENCH_REPEAT-"1024:8"}
 ibconfigs=${BENCH_IB-"65536:8"}
 ibppconfigs=${BENCH_IB_PINGPONG-"64:1 1024:8 8192:4 65536:2"}
 profile=${BENCH_PROFILE:-}
+ibprofile=${BENCH_IB_PROFILE:-}
 [ "$profile" = 1 ] && profile="64:1 1024:8"
 psecs=${BENCH_PROFILE_SECS:-60}
 results=${BENCH_RESULTS:-$top/bench/results}
 baseline=${BENCH_BASELINE:-}
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECS must be a whole number of seconds"
 [[ $psecs =~ ^[1-9][0-9]*$ ]] || die "BENCH_PROFILE_SECS must be a whole number of seconds"
-for cfg in $configs $ppconfigs $repeat $ibconfigs $ibppconfigs $profile; do
+for cfg in $configs $ppconfigs $repeat $ibconfigs $ibppconfigs $profile $ibprofile; do
   [[ $cfg =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "bad configuration '$cfg' (SIZE:DEPTH)"
 done
 # A profile is scaled by the rate of the same exchange without perf.
 for cfg in $profile; do
   [[ " $ppconfigs " == *" $cfg "* ]] || die "BENCH_PROFILE's $cfg is not in BENCH_PINGPONG"
+done
+for cfg in $ibprofile; do
+  [[ " $ibppconfigs " == *" $cfg "* ]] || die "BENCH_IB_PROFILE's $cfg is not in BENCH_IB_PINGPONG"
 done
 [ -n "$configs$ppconfigs" ] || die "nothing to measure over loopback (BENCH_CONFIGS, BENCH_PINGPONG)"
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline results file $baseline"
@@ -118,7 +126,7 @@ runs=$((runs + $(words "$ibconfigs") * 6 + $(words "$ibppconfigs") * 2))
 # BENCH_SLOW: host seconds allowed per guest second (3; more when other guests share the cores).
 slow=${BENCH_SLOW:-3}
 [[ $slow =~ ^[1-9][0-9]?$ ]] || die "BENCH_SLOW must be a whole number from 1 to 99"
-bound=$((runs * (secs + 20) * slow + $(words "$profile") * 3 * (psecs * slow + 900) + 300))
+bound=$((runs * (secs + 20) * slow + ($(words "$profile") * 3 + $(words "$ibprofile") * 2) * (psecs * slow + 900) + 300))
 kdir=$(bash "$here/kernel.sh" plain)
 if [ -n "${BENCH_PERIOD:-}" ]; then
   period=$BENCH_PERIOD
@@ -149,12 +157,12 @@ fi
 # One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
 out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
-nprof=$(( $(words "$profile") * 3 ))
-step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time${profile:+, $nprof of ${psecs}s under perf} (bound ${bound}s)"
+nprof=$(( $(words "$profile") * 3 + $(words "$ibprofile") * 2 ))
+step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time$([ "$nprof" -gt 0 ] && echo ", $nprof of ${psecs}s under perf") (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \
   "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat" \
-  "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs"
+  "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs" "$ibprofile"
 [ -s "$out/bench-raw.txt" ] || { tail -30 "$out/bench.log" 2>/dev/null; die "the guest measured nothing (see $out/bench.log, $out/console.txt)"; }
 
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first
@@ -177,7 +185,7 @@ meta=(
 [ -n "${BENCH_NOTE:-}" ] && meta+=(--meta "note=$BENCH_NOTE")
 [ -n "$baseline" ] && meta+=(--baseline "$baseline" --meta "baseline=$(basename "$baseline")")
 prof=()
-if [ -n "$profile" ]; then
+if [ -n "$profile$ibprofile" ]; then
   # The folded call chains stay beside the results, so the steps can be counted again.
   mkdir -p "$results/$name.profile"
   cp "$out"/profile-*.folded "$results/$name.profile/" 2>/dev/null || true

@@ -36,6 +36,9 @@
 #     copied to guest memory and started with its events disabled; they are enabled (and
 #     acknowledged) just before the exchange and disabled just after, so that nothing in the
 #     sampled part waits for the host.
+#     The seventh list: configurations of the fifth (over rxe) to run once more in the same
+#     way under perf, for C RDS/IB and rds_rs: "pp ibprofile IMPL SIZE DEPTH REQ/S" and
+#     profile-ib-IMPL-SIZE-DEPTH.folded.
 #   bench.sh soak OUT KDIR MODULE TESTS-BIN COUNT [SECONDS]
 #     `rds-tests load COUNT [SECONDS]` against rds_rs; writes soak.tap, load-rs.tap (the
 #     program's own checks), kmemleak.txt and dmesg.txt for `harness.py judge`.
@@ -68,7 +71,7 @@ if [ "$MODE" = soak ]; then
 fi
 
 TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-} PPCONFIGS=${10:-}
-IBPPCONFIGS=${11:-} PROFILE=${12:-} PERIOD=${13:-100000} PSECS=${14:-$SECS}
+IBPPCONFIGS=${11:-} PROFILE=${12:-} PERIOD=${13:-100000} PSECS=${14:-$SECS} IBPROFILE=${15:-}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
@@ -89,7 +92,7 @@ KDIR_C=$W/c
 STRESS=$W/rds-stress
 PINGPONG=$W/rds-pingpong
 BENCH_DIR=$(cd "$(dirname "$0")/../../bench" && pwd)
-if [ -n "$PROFILE" ]; then
+if [ -n "$PROFILE$IBPROFILE" ]; then
   # perf with every library it links, run through the copied loader.
   mkdir -p "$W/perf" || exit 1
   cp /usr/bin/perf $(ldd /usr/bin/perf | awk '$2 == "=>" && $3 ~ /^\// { print $3 }') \
@@ -179,11 +182,13 @@ pingpong() {
 # or profile), or over rxe (PASS ib); appends its line to bench-raw.txt.
 run_pp() {
   local pass=$1 impl=$2 size=$3 depth=$4 args=() loader=load cli crc rate secs=$SECS
+  local tag=$impl-$size-$depth perfed=0
   case $impl in unix) args=(-U) ;; esac
-  [ "$pass" = profile ] && secs=$PSECS
-  if [ "$pass" = ib ]; then
+  case $pass in profile|ibprofile) secs=$PSECS perfed=1 ;; esac
+  if [ "$pass" = ib ] || [ "$pass" = ibprofile ]; then
     args=(-r 192.0.2.2 -s 192.0.2.1) loader=ib_load
   fi
+  [ "$pass" = ibprofile ] && tag=ib-$tag
   k=$((k + 1))
   local name=run$k-pp-$pass-$impl-$size-$depth line="pp $pass $impl $size $depth"
   echo "-- run $k (pingpong $pass): $impl -q $size -a 64 -d $depth -T $secs ${args[*]}"
@@ -191,17 +196,17 @@ run_pp() {
     echo "$line FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: loading $impl"; failed=1; return
   fi
-  if [ "$pass" = profile ] && ! perf_start "$impl-$size-$depth"; then
+  if [ $perfed = 1 ] && ! perf_start "$tag"; then
     perf_failed "$line"
   elif pingpong "$name" "$secs" -q "$size" -a 64 -d "$depth" "${args[@]}"; then
-    if [ "$pass" != profile ] || perf_stop "$impl-$size-$depth"; then
+    if [ $perfed = 0 ] || perf_stop "$tag"; then
       echo "$line $rate" >> "$OUT/bench-raw.txt"
       echo "   $rate requests/s"
     else
       perf_failed "$line"
     fi
   else
-    [ "$pass" = profile ] && perf_stop "$impl-$size-$depth"
+    [ $perfed = 1 ] && perf_stop "$tag"
     echo "$line FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: pingpong $pass $impl size $size depth $depth (rc=$crc)"
     tail -n 5 "$cli"
@@ -373,6 +378,9 @@ if [ -n "$IBCONFIGS$IBPPCONFIGS" ]; then
     run_raw send 64
     for cfg in $IBPPCONFIGS; do
       for impl in c rs; do run_pp ib "$impl" "${cfg%:*}" "${cfg#*:}"; done
+    done
+    for cfg in $IBPROFILE; do
+      for impl in c rs; do run_pp ibprofile "$impl" "${cfg%:*}" "${cfg#*:}"; done
     done
   else
     echo "== FAILED: could not set up rxe on a veth pair"
