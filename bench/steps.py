@@ -101,11 +101,14 @@ RS_STEPS = [
                    r"rds_core::send::(settle|op_complete)"),
     ("recvmsg", r"rds_core::bindings::net::recvmsg_callback::.*|"
                 r"rds_core::socket::Rds::bindings::net::Family::recvmsg"),
-    # IB: the transport's xmit and acks, its receive and send completions
-    ("transmit", r"rds_core::rds_ib::ib::.*::(xmit|post|post_op|reserve|send_ack|attempt_ack)"),
-    ("deliver", r"rds_core::rds_ib::ib::.*::(recv_done|rx_failed|try_for_each)"),
-    ("ack/settle", r"rds_core::rds_ib::ib::.*::send_done"),
-    ("completions", r"rds_core::rds_ib::ib::conn::Path::.*::done"),
+    # IB: the transport's xmit and acks, its receive and send completions (the completion
+    # handler, Path::done, with the receive path inlined into it: deliver)
+    ("transmit", r"rds_core::rds_ib::ib::.*::(xmit|post|post_op|reserve|send_ack|attempt_ack)|"
+                 r"rds_core::rds_ib::ib::conn::IbConn::.*::xmit"),
+    ("deliver", r"rds_core::rds_ib::ib::.*::(recv_done|deliver|rx_failed|try_for_each)|"
+                r"rds_core::rds_ib::ib::conn::Path::.*::done"),
+    ("ack/settle", r"rds_core::rds_ib::ib::.*::(send_done|sent)|"
+                   r"rds_core::conn::Conn::(recycle_later|recycle_settled)"),
 ]
 
 # AF_UNIX SOCK_SEQPACKET (the floor): unix_dgram_sendmsg allocates the skb, copies the data

@@ -16,10 +16,13 @@
 //!   ids, and must not drop a [`CmId`] (its `Drop` destroys the id, which waits for the
 //!   handler: a deadlock in its own handler). Returning [`CmAction::Destroy`] has rdma_cm
 //!   destroy the id of the event, which is only allowed for an id the handler did not adopt.
-//! - Completions ([`WcHandler::done`]) run in the `ib-comp-wq` work item (process context)
-//!   that polls the CQ. Every work request names a [`WrCqe`], which must stay valid and pinned
-//!   until its completion (a flush completes every outstanding request when the QP is
-//!   drained).
+//! - Completions ([`WcHandler::done`]) run in softirq context: the CQ's event schedules its
+//!   `irq_poll` (`IB_POLL_SOFTIRQ`), which polls it with a budget, one CQ at a time on one
+//!   CPU. A handler must not sleep (it gets no [`ProcessCtx`]), allocates with `GFP_ATOMIC`,
+//!   and every lock it shares with process context is taken with bottom halves disabled
+//!   ([`super::sync::SpinLockBh`]). Every work request names a [`WrCqe`], which must stay
+//!   valid and pinned until its completion (a flush completes every outstanding request when
+//!   the QP is drained).
 
 use super::mm::PinnedPages;
 use super::raw;
@@ -711,9 +714,10 @@ pub(crate) struct Wc {
 
 /// Who handles the completions of work requests naming a [`WrCqe`].
 pub(crate) trait WcHandler: Send + Sync {
-    /// The request with tag `tag` completed: the CQs are polled in a work item
-    /// (`IB_POLL_WORKQUEUE`, `ib_glue.c`), so in process context.
-    fn done(&self, tag: u32, wc: Wc, ctx: &ProcessCtx);
+    /// The request with tag `tag` completed. Softirq context: the CQs are polled by their
+    /// `irq_poll` (`IB_POLL_SOFTIRQ`, `ib_glue.c`), so this must not sleep (see the module
+    /// documentation).
+    fn done(&self, tag: u32, wc: Wc);
 }
 
 /// The `ib_cqe` a work request names, with who handles its completion.
@@ -765,8 +769,7 @@ impl WrCqe {
 unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: c_int, len: u32) {
     // CAST: `cqe` is the first field of the `repr(C)` `WrCqe`, so the pointers coincide.
     let w = cqe.cast::<WrCqe>();
-    // The glue's CQs are polled by `ib_comp_wq` work items (`IB_POLL_WORKQUEUE`).
-    let ctx = ProcessCtx::enter();
+    // The glue's CQs are polled in softirq context (`IB_POLL_SOFTIRQ`): no `ProcessCtx`.
     // SAFETY: Per the function's safety requirements the `WrCqe` is live; its handler is alive
     // while requests naming it may complete (type invariant).
     unsafe {
@@ -778,7 +781,6 @@ unsafe extern "C" fn rds_rs_ib_wc(cqe: *mut raw::ib_cqe, status: c_int, opcode: 
                 opcode,
                 byte_len: len,
             },
-            &ctx,
         );
     }
 }
@@ -1686,7 +1688,7 @@ struct FenceSlot {
 }
 
 impl WcHandler for FenceSlot {
-    fn done(&self, _tag: u32, _wc: Wc, _ctx: &ProcessCtx) {
+    fn done(&self, _tag: u32, _wc: Wc) {
         // Executed or flushed: either way the transmit side is past what came before it.
         let w = self.waiter.lock().take();
         if let Some(w) = w {
@@ -2218,13 +2220,23 @@ impl<K: SendSource + 'static> Qp<K> {
         }
     }
 
-    /// Posts a receive into slot `slot` with a new page.
-    pub(crate) fn post_recv(&self, slot: u32, flags: kernel::alloc::Flags) -> Result {
+    /// Posts a receive into slot `slot` with `page` (one that an earlier receive of this QP
+    /// gave back, whose contents were read and are not needed any more), or with a new page
+    /// allocated with `flags`.
+    pub(crate) fn post_recv(
+        &self,
+        slot: u32,
+        page: Option<Page>,
+        flags: kernel::alloc::Flags,
+    ) -> Result {
         let cqe = self.cqe(TAG_RECV | slot).ok_or(EINVAL)?;
         if slot >= self.nrecv {
             return Err(EINVAL);
         }
-        let page = Page::alloc_page(flags)?;
+        let page = match page {
+            Some(p) => p,
+            None => Page::alloc_page(flags)?,
+        };
         let map = DmaMapping::page(self.dev, &page, 0, FRAG_LEN, false)?;
         let off = slot as usize * HDR_LEN;
         let addr = map.addr();

@@ -302,10 +302,13 @@ void rds_rs_waiter_free(struct rds_rs_waiter *w)
 	kfree(w);
 }
 
-/* Completions are handled in process context: the ib-comp-wq work item polls the CQ. */
+/*
+ * Completions are handled in softirq context: the CQ's event schedules its irq_poll, which
+ * polls it with a budget (as C RDS's tasklets do), with no hop to a work item.
+ */
 struct ib_cq *rds_rs_ib_alloc_cq(struct ib_device *dev, int nr_cqe, int comp_vector)
 {
-	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector, IB_POLL_WORKQUEUE);
+	return ib_alloc_cq(dev, NULL, nr_cqe, comp_vector, IB_POLL_SOFTIRQ);
 }
 
 void rds_rs_ib_free_cq(struct ib_cq *cq)

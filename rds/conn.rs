@@ -47,7 +47,7 @@ use crate::bindings::sys::{
     self, impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
 };
 use crate::cong::{CongRef, NetCong};
-use crate::message::Message;
+use crate::message::{Message, POOL_BUF_MAX};
 use crate::proto::{
     on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, SeqCheck, Stat,
     TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
@@ -124,7 +124,20 @@ struct ConnInner {
     pongs: [u16; PONGS_MAX],
     /// How many of `pongs` are set.
     npongs: usize,
+    /// Sent messages an ack settled or a transport is done with, for the next transmit to
+    /// give back to their senders' pools ([`Message::recycle_sent`], process context; acks
+    /// and completions arrive in any context), each with at most [`POOL_BUF_MAX`] bytes of
+    /// payload. A message may be here twice (its ack and its transport each gave it back):
+    /// the last of its references recycles it.
+    settled: [Option<Arc<Message>>; SETTLED_MAX],
+    /// How many of `settled` are set (the first ones).
+    nsettled: usize,
 }
+
+/// References to sent messages a connection keeps for their senders' pools at most: two for
+/// each spare a pool keeps ([`crate::message::POOL_MSGS`]), one from the ack and one from the
+/// transport's completion.
+const SETTLED_MAX: usize = 2 * crate::message::POOL_MSGS;
 
 /// Connections alive (created and not yet dropped), for the unload's leak check.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -205,6 +218,8 @@ pub(crate) struct Conn {
     /// Every message on the retransmit list has a sequence number above this (written under
     /// `inner`): an ack up to it settles nothing, and is handled without the lock.
     acked: AtomicU64,
+    /// `inner.settled` may hold messages (set after they were added).
+    settled_pending: AtomicBool,
     /// At least the number of messages on the send queue (raised under `inner` before a
     /// message is visible there, lowered after one left), so that a drain can tell without
     /// the lock that nothing is queued. Raised with `SeqCst`, which pairs with `in_xmit`.
@@ -292,6 +307,8 @@ impl Conn {
                         last_used: sys::jiffies(),
                         pongs: [0; PONGS_MAX],
                         npongs: 0,
+                        settled: [const { None }; SETTLED_MAX],
+                        nsettled: 0,
                     },
                     "Conn::inner"
                 ),
@@ -304,6 +321,7 @@ impl Conn {
                 map_queued: AtomicBool::new(false),
                 acks: AtomicAckState::default(),
                 acked: AtomicU64::new(0),
+                settled_pending: AtomicBool::new(false),
                 queued: AtomicUsize::new(0),
                 backoff: AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
@@ -766,6 +784,7 @@ impl Conn {
 
     /// The transmit loop (C: `rds_send_xmit`).
     fn drain(self: &Arc<Self>, ctx: &ProcessCtx) -> Drain {
+        self.recycle_settled(ctx);
         loop {
             // `SeqCst`: a sender's `queued` increment comes before this in the single total
             // order, or this drain's release of `in_xmit` does and the sender drains itself.
@@ -929,16 +948,67 @@ impl Conn {
             // Nothing on the retransmit list is that old (the invariant of `acked`).
             return;
         }
-        settle_acked(self.take_acked(ack), None);
+        self.settle_acked(self.take_acked(ack));
     }
 
-    /// [`Conn::ack_received`] in process context: the messages it settles go back to their
-    /// senders' pools when nothing else holds them ([`Message::recycle_sent`]).
-    pub(crate) fn ack_received_recycling(&self, ack: u64, ctx: &ProcessCtx) {
-        if ack <= self.acked.load(Ordering::Acquire) {
+    /// Settles the messages an ack took off the retransmit list with their senders (no lock
+    /// held), and keeps those whose memory their senders' pools may take again for the next
+    /// transmit ([`Conn::recycle_settled`]); the others are freed when their last user is
+    /// done with them.
+    fn settle_acked(&self, mut acked: List<Message>) {
+        if acked.is_empty() {
             return;
         }
-        settle_acked(self.take_acked(ack), Some(ctx));
+        while let Some(m) = acked.pop_front() {
+            send::complete(&m, RDS_RDMA_SUCCESS);
+            // What is not kept is dropped here, outside the lock.
+            drop(self.recycle_later(m.into_arc()));
+        }
+    }
+
+    /// Keeps `msg`, a sent message that its ack settled or its transport is done with, for the
+    /// next transmit to give back to its sender's pool (any context); returns it when there is
+    /// no room or it is too large to be worth keeping, for the caller to drop (outside any
+    /// lock of the caller's).
+    pub(crate) fn recycle_later(&self, msg: Arc<Message>) -> Option<Arc<Message>> {
+        if msg.len as usize > POOL_BUF_MAX {
+            return Some(msg);
+        }
+        {
+            let mut inner = self.inner.lock();
+            let n = inner.nsettled;
+            match inner.settled.get_mut(n) {
+                Some(free) => *free = Some(msg),
+                None => return Some(msg),
+            }
+            inner.nsettled = n + 1;
+        }
+        self.settled_pending.store(true, Ordering::Release);
+        None
+    }
+
+    /// Gives the messages kept by [`Conn::recycle_later`] back to their senders' pools (at
+    /// the start of a transmit, in process context): each one whose last reference this is.
+    fn recycle_settled(&self, ctx: &ProcessCtx) {
+        if !self.settled_pending.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        loop {
+            let m = {
+                let mut inner = self.inner.lock();
+                match inner.nsettled.checked_sub(1) {
+                    Some(last) => {
+                        inner.nsettled = last;
+                        inner.settled.get_mut(last).and_then(Option::take)
+                    }
+                    None => None,
+                }
+            };
+            match m {
+                Some(m) => Message::recycle_sent(m, ctx),
+                None => break,
+            }
+        }
     }
 
     /// What `ack` covers, taken off the retransmit list.
@@ -979,7 +1049,7 @@ impl Conn {
     pub(crate) fn rx_data(&self, ack: u64, seq: u64, flags: u8) -> SeqCheck {
         let mut acked = List::<Message>::new();
         let verdict = self.rx_data_locked(&mut self.inner.lock(), ack, seq, flags, &mut acked);
-        settle_acked(acked, None);
+        self.settle_acked(acked);
         verdict
     }
 
@@ -1117,17 +1187,6 @@ impl Conn {
             && inner.cursor.is_none()
             && inner.npongs == 0
             && (inner.last_used as i64).wrapping_sub(before as i64) < 0
-    }
-}
-
-/// Settles the messages an ack took off the retransmit list with their senders (no lock
-/// held).
-fn settle_acked(mut acked: List<Message>, ctx: Option<&ProcessCtx>) {
-    while let Some(m) = acked.pop_front() {
-        send::complete(&m, RDS_RDMA_SUCCESS);
-        if let Some(ctx) = ctx {
-            Message::recycle_sent(m.into_arc(), ctx);
-        }
     }
 }
 

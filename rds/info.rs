@@ -259,7 +259,8 @@ fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
 /// connection (IB runs in the initial namespace only); the IPv4 table leaves IPv6 connections
 /// out. Registration pools: rds-rs registers on the device without pools; `rdma_mr_max` is
 /// how many registrations the device holds, `rdma_mr_size` the pages one may span (C: the size
-/// of its 1 MiB pool and that pool's pages per registration).
+/// of its 1 MiB pool and that pool's pages per registration). `cache_allocs` is, as in C, the
+/// KiB of receive pages the connection keeps spare for its receives (at most 128).
 fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
     let mut r = Records::new(RdmaConnInfo::len(v6), len);
     shared.conns.try_for_each(NetId::init(), |c| {
@@ -281,7 +282,7 @@ fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
             rdma_mr_size: i.mr_size,
             tos: c.key.tos,
             sl: i.sl,
-            cache_allocs: 0,
+            cache_allocs: i.cache_kib,
         };
         r.add_rec(&info, v6, Some(GFP_KERNEL))
     })?;

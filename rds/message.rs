@@ -419,6 +419,26 @@ impl Payload {
         })
     }
 
+    /// Copies the first `len` bytes of `page` (at most a page) into a new payload: inside
+    /// itself when small enough, else in one buffer. For a transport that gives its receive
+    /// page back to the device at once rather than lending it to the message.
+    pub(crate) fn from_page(page: &Page, len: usize, flags: Flags) -> Result<Self> {
+        if len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        if let Some(p) = Self::inline_with(len, |dst| page_read(page, 0, dst)) {
+            return p;
+        }
+        let mut buf = KVec::from_elem(0u8, len, flags)?;
+        page_read(page, 0, &mut buf)?;
+        // INVARIANT: the buffer holds the `len` bytes (`len` is at most a page, below
+        // `SMALL_MAX`).
+        Ok(Self {
+            len,
+            store: Store::Small(buf),
+        })
+    }
+
     /// A payload of `len` bytes inside itself, which `fill` writes (it is handed exactly `len`
     /// bytes); `None` when `len` is too large for that.
     fn inline_with(len: usize, fill: impl FnOnce(&mut [u8]) -> Result) -> Option<Result<Self>> {
@@ -905,7 +925,9 @@ impl Message {
     /// The caller, a network transport, is done with `msg`, a message this node sent (its
     /// acknowledgement settled it, or the send request that carried it completed): if this
     /// was the last reference, its memory goes back to its sender's pool, as
-    /// [`Message::recycle`] does for a message that arrived. Process context, as there.
+    /// [`Message::recycle`] does for a message that arrived. Process context, as there (an
+    /// ack settled in softirq context leaves its messages to the next transmit:
+    /// [`crate::conn::Conn::ack_received`]).
     pub(crate) fn recycle_sent(msg: Arc<Self>, _ctx: &ProcessCtx) {
         let Some(mut m) = msg.into_unique_or_drop() else {
             return;

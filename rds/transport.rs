@@ -208,6 +208,9 @@ pub(crate) struct RdmaInfo {
     pub(crate) mr_max: u32,
     /// Pages one registration may span (C: the 1 MiB pool's).
     pub(crate) mr_size: u32,
+    /// KiB of receive pages kept spare for the receives (C: its frag cache's,
+    /// `i_cache_allocs`).
+    pub(crate) cache_kib: u32,
 }
 
 /// A request to register user memory for remote access.

@@ -137,6 +137,7 @@ impl ConnTransport for IbConn {
                 info.max_send_wr = q.qp.nsend();
                 info.max_recv_wr = q.qp.nrecv();
                 info.max_send_sge = q.dev.attrs.max_send_sge.min(8);
+                info.cache_kib = q.pages.spare_kib();
                 info.mr_max = q.dev.attrs.max_mr;
                 // iWARP: one fast registration maps at most this many pages.
                 let most = u32::try_from(MAX_MR_PAGES).unwrap_or(u32::MAX);
@@ -254,7 +255,7 @@ impl Path {
         let ibdev = self.ic().ok_or(ENODEV)?.ib.find(dev).ok_or(ENODEV)?;
         let q = PathQp::new(self.clone(), id, ibdev, ctx)?;
         for i in 0..q.qp.nrecv() {
-            if let Err(e) = q.qp.post_recv(i, GFP_KERNEL) {
+            if let Err(e) = q.qp.post_recv(i, None, GFP_KERNEL) {
                 q.qp.shutdown(ctx);
                 return Err(e);
             }
@@ -294,24 +295,19 @@ pub(super) fn wc_failed(conn: &Arc<Conn>, status: WcStatus, stat: Stat) {
 }
 
 impl WcHandler for Path {
-    fn done(&self, tag: u32, wc: Wc, ctx: &ProcessCtx) {
+    /// Softirq context (see [`WcHandler`]).
+    fn done(&self, tag: u32, wc: Wc) {
         // After a teardown took the resources, the flushed requests have nothing left to give
         // back: the resources go with the QP.
         let Some(q) = self.qpr() else { return };
         let slot = tag & !TAG_KIND;
         match tag & TAG_KIND {
-            TAG_SEND => q.send_done(&self.conn, slot, wc, ctx),
+            TAG_SEND => q.send_done(&self.conn, slot, wc),
             // Frames of an incarnation that is going are not delivered: a newer one may
             // already have delivered their retransmissions, and they would come again (an
             // original is not marked RETRANSMITTED, so the sequence check lets it through).
             // The peer resends them, unacknowledged, after the reset that comes with it.
-            TAG_RECV => q.recv_done(
-                &self.conn,
-                slot,
-                wc,
-                !self.dead.load(Ordering::Acquire),
-                ctx,
-            ),
+            TAG_RECV => q.recv_done(&self.conn, slot, wc, !self.dead.load(Ordering::Acquire)),
             TAG_ACK => {
                 q.qp.complete_ack();
                 q.ack_busy.store(false, Ordering::Release);

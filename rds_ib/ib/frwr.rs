@@ -37,9 +37,9 @@ use super::mr::{DevMr, MrCell};
 use super::{IbDev, RESOLVE_MS};
 use crate::bindings::ib::{
     CmAction, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
-    SendSource, Waiter, Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST, SEND_SIGNALED, TAG_KIND,
+    SendSource, Waiter, Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST, SEND_SIGNALED,
 };
-use crate::bindings::sync::ProcessCtx;
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::sys;
 use crate::bindings::testhooks;
 use crate::proto::Addr;
@@ -77,10 +77,15 @@ struct SvcInner {
     up: bool,
     /// [`teardown`] has taken the parts: the handlers add nothing more.
     closed: bool,
-    /// The status of the last `REG_MR`, once it completed.
-    reg: Option<WcStatus>,
-    /// Who waits for the `REG_MR` that is out.
-    reg_wait: Option<Arc<Waiter>>,
+}
+
+/// The `REG_MR` that is out: what its completion (softirq context) tells the registering
+/// thread.
+struct RegWait {
+    /// Its status, once it completed.
+    status: Option<WcStatus>,
+    /// Who waits for it.
+    waiter: Option<Arc<Waiter>>,
 }
 
 /// The state the handlers and completions of one service connection share.
@@ -89,6 +94,9 @@ struct SvcState {
     dev: Arc<IbDev>,
     #[pin]
     inner: Mutex<SvcInner>,
+    /// Taken by the completions (softirq context) too.
+    #[pin]
+    reg: SpinLockBh<RegWait>,
     /// An error event, a failed completion or a QP event: the connection is not used again.
     broken: AtomicBool,
 }
@@ -136,18 +144,16 @@ impl SvcState {
 }
 
 impl WcHandler for SvcState {
-    fn done(&self, tag: u32, wc: Wc, _ctx: &ProcessCtx) {
-        let qp = self.inner.lock().qp.clone();
-        if let Some(q) = qp {
-            drop(q.complete_send(tag & !TAG_KIND));
-        }
+    /// Softirq context: the registering thread frees the request's slot once it learned the
+    /// status ([`reg_locked`]).
+    fn done(&self, _tag: u32, wc: Wc) {
         if wc.status != WcStatus::Success {
             self.fail();
         }
         let w = {
-            let mut inner = self.inner.lock();
-            inner.reg = Some(wc.status);
-            inner.reg_wait.take()
+            let mut reg = self.reg.lock();
+            reg.status = Some(wc.status);
+            reg.waiter.take()
         };
         if let Some(w) = w {
             w.arrive();
@@ -342,10 +348,15 @@ fn ready_locked(
                     passive: None,
                     up: false,
                     closed: false,
-                    reg: None,
-                    reg_wait: None,
                 },
                 "SvcState::inner"
+            ),
+            reg <- new_spinlock_bh!(
+                RegWait {
+                    status: None,
+                    waiter: None,
+                },
+                "SvcState::reg"
             ),
             broken: AtomicBool::new(false),
         }),
@@ -409,9 +420,9 @@ fn reg_locked(
     let waiter = Waiter::new()?;
     waiter.add();
     {
-        let mut inner = state.inner.lock();
-        inner.reg = None;
-        inner.reg_wait = Some(waiter.clone());
+        let mut reg = state.reg.lock();
+        reg.status = None;
+        reg.waiter = Some(waiter.clone());
     }
     // SAFETY: `mr` lives until this function returns, and it returns only once the request
     // completed or, on a failure or timeout, after the teardown shut the QP down (drained).
@@ -422,12 +433,16 @@ fn reg_locked(
     }
     waiter.arrive();
     let status = if waiter.wait(SERVICE_MS, ctx) {
-        state.inner.lock().reg
+        state.reg.lock().status
     } else {
         None
     };
     match status {
-        Some(WcStatus::Success) => Ok(()),
+        Some(WcStatus::Success) => {
+            // The slot is free for the next registration.
+            drop(qp.complete_send(0));
+            Ok(())
+        }
         status => {
             pr_warn!(
                 "fast registration on an iWARP device failed ({:?})\n",

@@ -12,19 +12,14 @@
 //! [`super::fence`]) and in its count of paths (`PathCountGuard`).
 
 use super::conn::Path;
-use super::recv::RxState;
+use super::recv::{PagePool, RxState};
 use super::send::Inflight;
 use super::{IbDev, RECV_WR, SEND_WR, SEND_WR_IWARP};
 use crate::bindings::ib::{CmIdRef, Pd, Qp, QpEvents, QpSpec, WcHandler, QP_EVENT_COMM_EST};
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::proto::{Credits, Reassembly, WorkRing, CREDIT_UPDATE_AT};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use kernel::{
-    new_mutex,
-    prelude::*,
-    rbtree::RBTreeNodeReservation,
-    sync::{Arc, Mutex},
-};
+use kernel::{prelude::*, rbtree::RBTreeNodeReservation, sync::Arc};
 
 /// The QP of a path and what the data path keeps with it: one incarnation's QP with its send
 /// ring, receive reassembly, flow-control credits, ack-only frame and held sends, and its
@@ -37,10 +32,11 @@ pub(super) struct PathQp {
     /// The send ring: which slots are in use (SENDs complete in order).
     #[pin]
     pub(super) ring: SpinLockBh<WorkRing>,
-    /// Reassembly. Completions run in process context (the CQ's poll work), one at a time
-    /// per CQ: a mutex, so that collecting fragments may allocate.
+    /// Receive pages that delivered messages gave back, for the receives.
+    pub(super) pages: Arc<PagePool>,
+    /// Reassembly: receive completions (softirq context, one at a time per CQ) take it.
     #[pin]
-    pub(super) rx: Mutex<RxState>,
+    pub(super) rx: SpinLockBh<RxState>,
     /// `xmit` found the ring full or ran out of credits: the next send completion or credit
     /// update kicks the connection.
     pub(super) waiting: AtomicBool,
@@ -61,6 +57,8 @@ pub(super) struct PathQp {
     /// after the reconnect (as a retransmission, with a sequence number below what was
     /// delivered), dropped as a duplicate: lost.
     pub(super) rx_dead: AtomicBool,
+    /// SENDs posted unsignaled since the last signaled one (`send.rs`, `SIGNAL_EVERY`).
+    pub(super) unsignaled: AtomicU32,
     /// RDMA work requests posted and not completed yet.
     pub(super) rdma_inflight: AtomicU32,
     /// Lists the QP on its device (before `_token`: a path stops counting only after).
@@ -124,6 +122,7 @@ impl PathQp {
             dev.paths.add();
             PathCountGuard(dev.clone())
         };
+        let pages = PagePool::new()?;
         // The send queue also takes the ack-only frame and a fence.
         let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
         let send_wr = if dev.attrs.iwarp {
@@ -166,8 +165,9 @@ impl PathQp {
             pin_init!(Self {
                 qp,
                 dev: dev.clone(),
+                pages,
                 ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "PathQp::ring"),
-                rx <- new_mutex!(
+                rx <- new_spinlock_bh!(
                     RxState {
                         reasm: Reassembly::default(),
                         frags: KVec::new(),
@@ -181,6 +181,7 @@ impl PathQp {
                 ack_busy: AtomicBool::new(false),
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 rx_dead: AtomicBool::new(false),
+                unsignaled: AtomicU32::new(0),
                 rdma_inflight: AtomicU32::new(0),
                 _listed: listed,
                 _token: token,

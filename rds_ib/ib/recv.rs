@@ -6,18 +6,19 @@
 //! `rds_ib_inc_copy_to_user`).
 //!
 //! [`RxState`], what reassembly keeps between fragments; `recv_done`, a receive's completion
-//! (credits and acks it carries, reassembly, delivery to [`crate::recv::incoming`], the
-//! receive posted again); `rx_failed`, the receive side giving up on the QP; [`IbFrags`], the
-//! pages a delivered message borrows.
+//! in softirq context (credits and acks it carries, reassembly, delivery to
+//! [`crate::recv::incoming`], the receive posted again: with its own page when the frame was
+//! an ack or a small message copied out, [`COPY_MAX`]); `rx_failed`, the receive side giving
+//! up on the QP; [`IbFrags`], the pages a larger message borrows.
 
 use super::conn::wc_failed;
 use super::qp::PathQp;
 use super::AddrFmt;
 use crate::bindings::ib::{Wc, WcStatus};
-use crate::bindings::sync::ProcessCtx;
+use crate::bindings::sync::{new_spinlock_bh, SpinLockBh};
 use crate::conn::Conn;
-use crate::message::{LentFrags, Payload};
-use crate::proto::{FragOutcome, Header, Reassembly, Stat, FRAG_SIZE};
+use crate::message::{LentFrags, Payload, RxSlot};
+use crate::proto::{FragOutcome, Header, Reassembly, Stat, FRAG_SIZE, HEADER_LEN};
 use crate::recv::{self, RxCtx};
 use crate::stats;
 use core::sync::atomic::{fence, Ordering};
@@ -29,15 +30,15 @@ pub(super) struct RxState {
     pub(super) frags: KVec<Page>,
 }
 
+/// Messages up to this size that arrive in one fragment are copied out of their receive page,
+/// which is posted again at once; larger ones borrow their pages (and the slots get new ones).
+/// 1 KiB: copying it costs less than a new page and the record that lends it.
+pub(super) const COPY_MAX: usize = 1024;
+
 impl PathQp {
-    pub(super) fn recv_done(
-        &self,
-        conn: &Arc<Conn>,
-        slot: u32,
-        wc: Wc,
-        live: bool,
-        ctx: &ProcessCtx,
-    ) {
+    /// A receive completed (softirq context: nothing here sleeps, and what is allocated is
+    /// allocated with `GFP_ATOMIC`).
+    pub(super) fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool) {
         let buf = self.qp.complete_recv(slot);
         if wc.status != WcStatus::Success {
             drop(buf);
@@ -65,7 +66,8 @@ impl PathQp {
             conn.kick();
         }
         let outcome = self.rx.lock().reasm.fragment(&hdr, wc.byte_len as usize);
-        match outcome {
+        // The page the slot is posted with again, when this frame's contents are done with.
+        let reuse = match outcome {
             Err(e) => {
                 let old = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
                 drop(old);
@@ -89,53 +91,34 @@ impl PathQp {
             Ok(FragOutcome::Ack(h)) => {
                 stats::inc(Stat::IbAckReceived);
                 self.credits_received(conn, h.credit);
-                conn.ack_received_recycling(h.ack, ctx);
-                drop(page);
+                conn.ack_received(h.ack);
+                Some(page)
             }
             Ok(FragOutcome::More(h)) => {
                 self.credits_received(conn, h.credit);
-                conn.ack_received_recycling(h.ack, ctx);
-                if self.rx.lock().frags.push(page, GFP_KERNEL).is_err() {
+                conn.ack_received(h.ack);
+                if self.rx.lock().frags.push(page, GFP_ATOMIC).is_err() {
                     self.rx_failed(conn);
                     return;
                 }
+                None
             }
             Ok(FragOutcome::Complete { first, this, .. }) => {
                 self.credits_received(conn, this.credit);
-                conn.ack_received_recycling(this.ack, ctx);
-                let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
-                if pages.push(page, GFP_KERNEL).is_err() {
-                    self.rx_failed(conn);
-                    return;
-                }
-                let len = Header::from_bytes(&first).len as usize;
-                let frags = IbFrags { pages, len };
-                let delivered = Arc::new(frags, GFP_KERNEL)
-                    .map_err(|_| ENOMEM)
-                    .and_then(|f| {
-                        let slot = conn
-                            .shared
-                            .rx_slots
-                            .take_or_alloc(ctx, GFP_KERNEL_ACCOUNT)?;
-                        Ok((Payload::lent(f, len), slot))
-                    });
-                match delivered {
-                    Ok((payload, rx)) => {
-                        if recv::incoming(conn, &first, payload, rx, RxCtx::Process(ctx)).is_err() {
-                            stats::inc(Stat::RsIbBadFragment);
-                            self.rx_failed(conn);
-                            return;
-                        }
-                    }
-                    Err(_) => {
+                conn.ack_received(this.ack);
+                match self.deliver(conn, &first, page) {
+                    Ok(reuse) => reuse,
+                    Err(()) => {
                         self.rx_failed(conn);
                         return;
                     }
                 }
             }
-        }
-        // The slot takes a new buffer, which the peer is told about.
-        if self.qp.post_recv(slot, GFP_KERNEL).is_err() {
+        };
+        // The slot takes a buffer again (its own page, one a delivered message gave back, or a
+        // new one), which the peer is told about.
+        let page = reuse.or_else(|| self.pages.take());
+        if self.qp.post_recv(slot, page, GFP_ATOMIC).is_err() {
             self.rx_failed(conn);
             return;
         }
@@ -153,6 +136,40 @@ impl PathQp {
         }
     }
 
+    /// Delivers a message whose last fragment, `page`, arrived (`first`: the header of its
+    /// first fragment) to the core. A small message in one fragment is copied out, and its
+    /// page returned for the slot; a larger one borrows its pages.
+    fn deliver(
+        &self,
+        conn: &Arc<Conn>,
+        first: &[u8; HEADER_LEN],
+        page: Page,
+    ) -> Result<Option<Page>, ()> {
+        let mut pages = core::mem::replace(&mut self.rx.lock().frags, KVec::new());
+        let len = Header::from_bytes(first).len as usize;
+        let (payload, reuse) = if pages.is_empty() && len <= COPY_MAX {
+            (
+                Payload::from_page(&page, len, GFP_ATOMIC).map_err(|_| ())?,
+                Some(page),
+            )
+        } else {
+            pages.push(page, GFP_ATOMIC).map_err(|_| ())?;
+            let frags = IbFrags {
+                pages,
+                len,
+                pool: self.pages.clone(),
+            };
+            let frags = Arc::new(frags, GFP_ATOMIC).map_err(|_| ())?;
+            (Payload::lent(frags, len), None)
+        };
+        let rx = RxSlot::new(GFP_ATOMIC).map_err(|_| ())?;
+        if recv::incoming(conn, first, payload, rx, RxCtx::Atomic).is_err() {
+            stats::inc(Stat::RsIbBadFragment);
+            return Err(());
+        }
+        Ok(reuse)
+    }
+
     /// The receive side gives up on this QP: nothing more of it is delivered, and the
     /// connection drops (and reconnects).
     fn rx_failed(&self, conn: &Arc<Conn>) {
@@ -161,10 +178,94 @@ impl PathQp {
     }
 }
 
+/// Receive pages of one QP that the messages which borrowed them gave back, for its receives
+/// to be posted with again instead of new pages: at most [`POOL_PAGES`], kept in the pool
+/// itself (giving back never allocates). Messages give back in any context, the receive
+/// path takes in softirq context.
+#[pin_data]
+pub(super) struct PagePool {
+    #[pin]
+    spares: SpinLockBh<PoolPages>,
+}
+
+/// Pages a [`PagePool`] keeps at most: those of two 64 KiB messages waiting for their
+/// receivers (128 KiB; a connection's ring holds 1 MiB of receive pages besides).
+pub(super) const POOL_PAGES: usize = 32;
+
+/// # Invariants
+///
+/// The first `n` of `pages` are set, the others not.
+struct PoolPages {
+    pages: [Option<Page>; POOL_PAGES],
+    n: usize,
+}
+
+impl PagePool {
+    /// An empty pool.
+    pub(super) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                // INVARIANT: none set.
+                spares <- new_spinlock_bh!(
+                    PoolPages {
+                        pages: [const { None }; POOL_PAGES],
+                        n: 0,
+                    },
+                    "PagePool::spares"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// KiB of the pages kept.
+    pub(super) fn spare_kib(&self) -> u32 {
+        let n = self.spares.lock().n;
+        u32::try_from(n * (kernel::page::PAGE_SIZE / 1024)).unwrap_or(u32::MAX)
+    }
+
+    /// A page given back earlier, if there is one.
+    fn take(&self) -> Option<Page> {
+        let mut sp = self.spares.lock();
+        let last = sp.n.checked_sub(1)?;
+        // INVARIANT: the last set one is taken.
+        sp.n = last;
+        sp.pages.get_mut(last).and_then(Option::take)
+    }
+
+    /// Keeps `pages` for later receives, as many as there is room for; the rest are freed
+    /// (outside the lock).
+    fn give(&self, pages: KVec<Page>) {
+        let mut rest = pages.into_iter();
+        {
+            let mut sp = self.spares.lock();
+            while sp.n < POOL_PAGES {
+                let Some(p) = rest.next() else { break };
+                let n = sp.n;
+                if let Some(free) = sp.pages.get_mut(n) {
+                    // INVARIANT: the first unset one is set.
+                    *free = Some(p);
+                    sp.n = n + 1;
+                }
+            }
+        }
+        drop(rest);
+    }
+}
+
 /// The pages of a received message, lent to its payload: 4 KiB each, the last one shorter.
+/// They go back to their QP's pool when the message is done with them.
 struct IbFrags {
     pages: KVec<Page>,
     len: usize,
+    pool: Arc<PagePool>,
+}
+
+impl Drop for IbFrags {
+    fn drop(&mut self) {
+        self.pool
+            .give(core::mem::replace(&mut self.pages, KVec::new()));
+    }
 }
 
 impl LentFrags for IbFrags {

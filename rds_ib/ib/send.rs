@@ -18,7 +18,6 @@ use super::rdma::op_status;
 use crate::bindings::ib::{
     Piece, SendSource, Wc, WcStatus, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED,
 };
-use crate::bindings::sync::ProcessCtx;
 use crate::conn::Conn;
 use crate::message::{Frag, Message};
 use crate::proto::{frag_count, Grab, Header, Stat, HEADER_LEN, MAX_ADV_CREDIT, RDS_RDMA_SUCCESS};
@@ -54,6 +53,15 @@ impl SendSource for Inflight {
         })
     }
 }
+
+/// SENDs posted without a completion at most in a row (C's `max_unsignaled_wr`, 16): every
+/// so many, one is signaled, and its completion frees the slots of those before it (a send
+/// queue completes in order). Signaled whatever the count: the last fragment of a message with
+/// an RDMA or atomic operation (its completion completes the operation) or of more than one
+/// fragment (so that no more than this many single-fragment messages wait, unsignaled, for a
+/// later send to free them), the last of a batch cut short by the ring or the credits (as C),
+/// RDMA requests, fences, registrations and ack-only frames.
+pub(super) const SIGNAL_EVERY: u32 = 16;
 
 impl PathQp {
     /// Engages flow control if the peer offered `credit` (its posted receives) in the
@@ -167,15 +175,17 @@ impl PathQp {
             .encode()
         });
         let nslots = self.qp.nsend();
+        let cut_short = done + g.got < total;
         for k in 0..g.got {
             let frag = done + k;
             let slot = (pos + k) % nslots;
             let last = frag + 1 == total;
-            let flags = if last {
-                SEND_SIGNALED | SEND_SOLICITED
-            } else {
-                SEND_SIGNALED
-            };
+            let must_signal =
+                (last && (msg.op.is_some() || total > 1)) || (cut_short && k + 1 == g.got);
+            let mut flags = if last { SEND_SOLICITED } else { 0 };
+            if self.signal_now(must_signal) {
+                flags |= SEND_SIGNALED;
+            }
             let piece = (msg.len > 0).then_some(frag as usize);
             let h = match &first_hdr {
                 Some(f) if k == 0 => f,
@@ -218,9 +228,53 @@ impl PathQp {
         Ok(())
     }
 
-    pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, ctx: &ProcessCtx) {
+    /// Whether the SEND about to be posted is signaled: when it `must` be, or when
+    /// [`SIGNAL_EVERY`] SENDs went unsignaled before it (only `xmit` posts SENDs, one call at a
+    /// time per connection).
+    fn signal_now(&self, must: bool) -> bool {
+        let every = SIGNAL_EVERY.min(self.qp.nsend() / 2).max(1);
+        let n = self.unsignaled.load(Ordering::Relaxed) + 1;
+        if must || n >= every {
+            self.unsignaled.store(0, Ordering::Relaxed);
+            true
+        } else {
+            self.unsignaled.store(n, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// A signaled send-side request completed (softirq context): so did every request posted
+    /// before it on the ring (a send queue completes in order; a flushed queue reports every
+    /// request, signaled or not). Their slots are freed and what they kept is handed back.
+    pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+        let (oldest, n) = {
+            let ring = self.ring.lock();
+            (ring.oldest(), ring.completed(slot))
+        };
+        let nslots = self.qp.nsend();
+        // Completions of one CQ run one at a time, and only they free slots: the `n` oldest
+        // are this completion's.
+        for k in 1..n {
+            let earlier = self.qp.complete_send((oldest + k - 1) % nslots);
+            self.sent(conn, earlier, WcStatus::Success);
+        }
         let keeper = self.qp.complete_send(slot);
-        self.ring.lock().free(1);
+        self.ring.lock().free(n);
+        self.sent(conn, keeper, wc.status);
+        if wc.status != WcStatus::Success {
+            wc_failed(conn, wc.status, Stat::RsIbSendError);
+            return;
+        }
+        if self.waiting.swap(false, Ordering::AcqRel) {
+            conn.kick();
+        }
+    }
+
+    /// What a completed send request kept (`keeper`), done with: its message's operation
+    /// completes if this was the request that completes it, and the message goes back to its
+    /// sender's pool at the next transmit, if the peer's ack settled it by then (the pool's lock
+    /// is not taken in softirq context).
+    fn sent(&self, conn: &Arc<Conn>, keeper: Option<Inflight>, status: WcStatus) {
         if matches!(keeper, Some(Inflight::Rdma { .. })) {
             self.rdma_inflight.fetch_sub(1, Ordering::AcqRel);
         }
@@ -231,28 +285,22 @@ impl PathQp {
             | Some(Inflight::Rdma {
                 msg,
                 completes: true,
-            }) if wc.status == WcStatus::Success && msg.op.is_some() => {
+            }) if status == WcStatus::Success && msg.op.is_some() => {
                 send::op_complete(msg, RDS_RDMA_SUCCESS);
             }
             Some(Inflight::Send { msg, .. }) | Some(Inflight::Rdma { msg, .. })
-                if wc.status != WcStatus::Success
-                    && wc.status != WcStatus::WrFlushErr
+                if status != WcStatus::Success
+                    && status != WcStatus::WrFlushErr
                     && msg.op.is_some() =>
             {
-                send::op_complete(msg, op_status(wc.status));
+                send::op_complete(msg, op_status(status));
             }
             _ => {}
         }
-        // The message goes back to its sender's pool if the peer's ack already settled it.
+        // The message goes back to its sender's pool, at the next transmit, if the peer's ack
+        // settled it by then (the pool's lock is not taken in softirq context).
         if let Some(Inflight::Send { msg, .. } | Inflight::Rdma { msg, .. }) = keeper {
-            Message::recycle_sent(msg, ctx);
-        }
-        if wc.status != WcStatus::Success {
-            wc_failed(conn, wc.status, Stat::RsIbSendError);
-            return;
-        }
-        if self.waiting.swap(false, Ordering::AcqRel) {
-            conn.kick();
+            drop(conn.recycle_later(msg));
         }
     }
 
