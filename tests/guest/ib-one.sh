@@ -46,6 +46,16 @@ for soft in rxe siw; do
     # A sent message's memory goes back to its sender once the peer's ack settled it: sends
     # in steady state allocate next to nothing (rs_msg_alloc against rs_msg_recycled).
     run_prog harness.tap "ib_recycle_${soft}" "$TESTS" ib-recycle 192.0.2.2 192.0.2.1 "rs_${soft}" >> "$OUT/$f"
+    # Many connections (four types of service to three peer addresses, both ends here): what
+    # one holds (RDS_INFO_IB_CONNECTIONS, free memory), and that it comes back when those to
+    # two of the peers, whose addresses go, are reaped (rds-tests ib-many).
+    m0=$(< /sys/class/net/veth0/address)
+    for a in 192.0.2.11 192.0.2.12; do
+      ip addr add $a/32 dev veth0 && ip route add $a/32 dev veth1 \
+        && ip neigh add $a lladdr "$m0" dev veth1 nud permanent
+    done
+    run_prog harness.tap "ib_many_${soft}" "$TESTS" ib-many "rs_$soft" 192.0.2.2 4 192.0.2.1 192.0.2.11 \
+      192.0.2.12 -- 192.0.2.11 192.0.2.12 >> "$OUT/$f"
     # RDMA reads and writes across the device's connection (siw: fast registrations, no
     # atomics). What must arrive may take 30 s here, not 5 (megabytes through a soft device
     # under KASAN, on a loaded host: tests/src/util.rs, arrival_bound).

@@ -19,6 +19,11 @@
 //!   sent message's memory goes back to its sender's pool once the peer's ack settled it
 //!   (`rs_msg_recycled`), so the sends allocate (`rs_msg_alloc`) next to nothing.
 //!
+//! - `rds-tests ib-many TAG LOCAL NTOS PEER... [-- DROP-PEER...]` (rds_rs, the guest's veth pair):
+//!   connections to several peers with several types of service, what they hold
+//!   (`RDS_INFO_IB_CONNECTIONS`, free memory), and that memory coming back when those to the
+//!   dropped peers are reaped (see [`many`]).
+//!
 //! Check names are prefixed by the client's tag (e.g. `rs_to_c_v4`), so that runs in both
 //! directions can be told apart; every check must pass (these are interop checks, not
 //! observations paired with another run).
@@ -710,5 +715,160 @@ pub(crate) fn recycle(r: &mut Report, args: &[&str]) -> Result<(), String> {
         }
     });
     r.check(&name("recycle_steady"), &obs, verdict);
+    Ok(())
+}
+
+/// `MemFree` of `/proc/meminfo`, in KiB.
+fn mem_free_kib() -> Result<u64, String> {
+    let m = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    m.lines()
+        .find_map(|l| l.strip_prefix("MemFree:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| "no MemFree in /proc/meminfo".into())
+}
+
+/// Receive pages one IB connection posts (`RECV_WR` in `rds_ib/ib.rs`: 256 of 4 KiB, 1 MiB),
+/// the bulk of what it holds (Documentation/design.md, "Memory per connection").
+const RING_KIB: u64 = 256 * 4;
+/// What one connection may hold at most with the soft device's own queues and CQs (about
+/// 300 KiB on rxe), its spare pages (at most 128 KiB), header buffers and bookkeeping.
+const CONN_MAX_KIB: u64 = 2560;
+
+/// `rds-tests ib-many TAG LOCAL NTOS PEER... -- DROP...` (rds_rs, both ends in this host): one
+/// socket per type of service 0..NTOS on LOCAL sends a message to a socket on each PEER, so
+/// that NTOS times the peers connections come up, each with its other end in this host too.
+/// Checks that `RDS_INFO_IB_CONNECTIONS` lists them all with the documented ring (256
+/// receives) and at most 128 KiB spare (`cache_allocs`), and that free memory fell by at
+/// least their rings and at most [`CONN_MAX_KIB`] each. Then the DROP addresses (peers whose
+/// routes the caller lets this program delete, as `ip` commands) go away, every connection is
+/// reset, and those to and from the dropped peers, down now, are reaped (the idle time
+/// shortened): free memory comes back by at least their rings.
+pub(crate) fn many(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let (head, drop_cmds) = match args.iter().position(|a| *a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    let [tag, local, ntos, peers @ ..] = head else {
+        return Err("usage: rds-tests ib-many TAG LOCAL NTOS PEER... [-- DROP-PEER...]".into());
+    };
+    let local: IpAddr = parse(local, "address")?;
+    let ntos: u8 = parse(ntos, "count")?;
+    let peers = peers
+        .iter()
+        .map(|p| parse::<IpAddr>(p, "address"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dropped = drop_cmds
+        .iter()
+        .map(|p| parse::<IpAddr>(p, "address"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut txs = Vec::new();
+    for tos in 0..ntos {
+        let s = ib_socket(SocketAddr::new(local, 4330 + u16::from(tos)))?;
+        s.ioctl_byte(SIOCRDSSETTOS, Some(tos))
+            .map_err(|e| format!("SIOCRDSSETTOS: {}", err_name(&e)))?;
+        txs.push(s);
+    }
+    let rxs = peers
+        .iter()
+        .map(|p| ib_socket(SocketAddr::new(*p, 4340)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ib_conns = |s: &RdsSocket| -> Result<Vec<librds::info::RdmaConnectionInfo>, String> {
+        s.rdma_connections(false)
+            .map_err(|e| format!("RDS_INFO_IB_CONNECTIONS: {}", err_name(&e)))
+    };
+    let ours = |c: &librds::info::RdmaConnectionInfo| {
+        (c.src_addr == local && peers.contains(&c.dst_addr))
+            || (c.dst_addr == local && peers.contains(&c.src_addr))
+    };
+    let before: Vec<_> = ib_conns(&txs[0])?.into_iter().filter(|c| ours(c)).collect();
+    let free0 = mem_free_kib()?;
+    let mut buf = vec![0u8; 4096];
+    for (tos, tx) in txs.iter().enumerate() {
+        for (p, rx) in peers.iter().zip(&rxs) {
+            tx.send_to(&[tos as u8], SocketAddr::new(*p, 4340))
+                .map_err(|e| format!("send to {p} (tos {tos}): {}", err_name(&e)))?;
+            recv_wait(rx, &mut buf, ECHO_WAIT).map_err(|e| format!("at {p} (tos {tos}): {e}"))?;
+        }
+    }
+    let conns: Vec<_> = ib_conns(&txs[0])?.into_iter().filter(|c| ours(c)).collect();
+    let free1 = mem_free_kib()?;
+    // Some may have been up before (type of service 0 to the first peer, from earlier tests):
+    // the memory is that of the new ones.
+    let n = (conns.len() - before.len().min(conns.len())) as u64;
+    let want = 2 * usize::from(ntos) * peers.len();
+    r.expect(
+        &format!("{tag}_many_connections_listed"),
+        &format!("connections={}", conns.len()),
+        &format!("connections={want}"),
+    );
+    let rings_ok = conns.iter().all(|c| c.max_recv_wr == 256 && c.cache_allocs <= 128);
+    r.expect(
+        &format!("{tag}_many_connections_ring"),
+        &format!(
+            "documented={rings_ok} (max_recv_wr {:?}, cache_allocs KiB {:?})",
+            conns.iter().map(|c| c.max_recv_wr).collect::<std::collections::BTreeSet<_>>(),
+            conns.iter().map(|c| c.cache_allocs).max()
+        ),
+        &format!(
+            "documented=true (max_recv_wr {{256}}, cache_allocs KiB {:?})",
+            conns.iter().map(|c| c.cache_allocs).max()
+        ),
+    );
+    let used = free0.saturating_sub(free1);
+    let per = used / n.max(1);
+    r.expect(
+        &format!("{tag}_many_connections_memory"),
+        &format!(
+            "per_connection_in_bounds={} ({used} KiB for {n} connections, {per} KiB each)",
+            n > 0 && used >= n * RING_KIB && used <= n * CONN_MAX_KIB
+        ),
+        &format!("per_connection_in_bounds=true ({used} KiB for {n} connections, {per} KiB each)"),
+    );
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    // The dropped peers' connections go down and are reaped; the others reconnect.
+    drop(rxs);
+    drop(txs);
+    let idle = crate::faults::IdleMs::set(300)?;
+    for p in &dropped {
+        let st = std::process::Command::new("ip")
+            .args(["addr", "del", &format!("{p}/32"), "dev", "veth0"])
+            .status()
+            .map_err(|e| format!("ip addr del {p}: {e}"))?;
+        if !st.success() {
+            return Err(format!("ip addr del {p}: {st}"));
+        }
+        let _ = std::process::Command::new("ip")
+            .args(["route", "del", &format!("{p}/32"), "dev", "veth1"])
+            .status();
+    }
+    let probe = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
+    let gone = |c: &librds::info::RdmaConnectionInfo| {
+        dropped.contains(&c.src_addr) || dropped.contains(&c.dst_addr)
+    };
+    let ndrop = conns.iter().filter(|c| gone(c)).count() as u64;
+    crate::faults::write_hook("reset", b"1").map_err(|e| format!("reset: {e}"))?;
+    let t0 = Instant::now();
+    let left = loop {
+        let left = ib_conns(&probe)?.into_iter().filter(|c| gone(c)).count();
+        if left == 0 || t0.elapsed() > Duration::from_secs(60) {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    drop(idle);
+    // Freed pages may sit in per-CPU lists for a moment.
+    std::thread::sleep(Duration::from_secs(1));
+    let free2 = mem_free_kib()?;
+    let back = free2.saturating_sub(free1);
+    r.expect(
+        &format!("{tag}_many_connections_reaped"),
+        &format!(
+            "left={left} memory_back={} ({back} KiB back for {ndrop} connections)",
+            ndrop > 0 && back >= ndrop * RING_KIB * 9 / 10
+        ),
+        &format!("left=0 memory_back=true ({back} KiB back for {ndrop} connections)"),
+    );
     Ok(())
 }
