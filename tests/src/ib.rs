@@ -801,12 +801,17 @@ pub(crate) fn many(r: &mut Report, args: &[&str]) -> Result<(), String> {
         &format!("connections={}", conns.len()),
         &format!("connections={want}"),
     );
-    let rings_ok = conns.iter().all(|c| c.max_recv_wr == 256 && c.cache_allocs <= 128);
+    let rings_ok = conns
+        .iter()
+        .all(|c| c.max_recv_wr == 256 && c.cache_allocs <= 128);
     r.expect(
         &format!("{tag}_many_connections_ring"),
         &format!(
             "documented={rings_ok} (max_recv_wr {:?}, cache_allocs KiB {:?})",
-            conns.iter().map(|c| c.max_recv_wr).collect::<std::collections::BTreeSet<_>>(),
+            conns
+                .iter()
+                .map(|c| c.max_recv_wr)
+                .collect::<std::collections::BTreeSet<_>>(),
             conns.iter().map(|c| c.cache_allocs).max()
         ),
         &format!(
