@@ -40,7 +40,6 @@ use crate::bindings::ib::{
     SendSource, Waiter, Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST, SEND_SIGNALED,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::bindings::sys;
 use crate::bindings::testhooks;
 use crate::proto::Addr;
 use crate::rdma::RegPages;
@@ -99,6 +98,11 @@ struct SvcState {
     reg: SpinLockBh<RegWait>,
     /// An error event, a failed completion or a QP event: the connection is not used again.
     broken: AtomicBool,
+    /// The thread that started the connection waits for it: its one other party arrives
+    /// when the active end is established or the connection breaks (`settled`).
+    ready: Arc<Waiter>,
+    /// `ready`'s other party arrived.
+    settled: AtomicBool,
 }
 
 impl SvcState {
@@ -116,6 +120,14 @@ impl SvcState {
 
     fn fail(&self) {
         self.broken.store(true, Ordering::Release);
+        self.settle();
+    }
+
+    /// The connection is established or broken: the thread that started it stops waiting.
+    fn settle(&self) {
+        if !self.settled.swap(true, Ordering::AcqRel) {
+            self.ready.arrive();
+        }
     }
 
     /// A QP of the service on `id` (small: one `REG_MR` at a time).
@@ -191,7 +203,10 @@ impl CmHandler for Active {
                     st.fail();
                 }
             }
-            CmEventKind::Established => st.inner.lock().up = true,
+            CmEventKind::Established => {
+                st.inner.lock().up = true;
+                st.settle();
+            }
             CmEventKind::AddrError
             | CmEventKind::RouteError
             | CmEventKind::ConnectError
@@ -306,20 +321,6 @@ pub(super) fn teardown(conn: Option<SvcConn>, ctx: &ProcessCtx) {
     }
 }
 
-/// Waits (process context) until `f` returns `Some`, at most [`SERVICE_MS`].
-fn wait_for<T>(mut f: impl FnMut() -> Option<T>, ctx: &ProcessCtx) -> Option<T> {
-    let deadline = sys::jiffies().wrapping_add(sys::ms_to_jiffies(SERVICE_MS));
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if (sys::jiffies().wrapping_sub(deadline) as i64) >= 0 {
-            return None;
-        }
-        sys::sleep_ms(1, ctx);
-    }
-}
-
 /// The service connection's QP, made now (from `laddr`, an address of the device, to itself)
 /// if there is none or the one there failed.
 fn ready_locked(
@@ -339,6 +340,10 @@ fn ready_locked(
     }
     teardown(svc.take(), ctx);
     let v6 = laddr.v4().is_none();
+    // The starting thread's party, and the handlers' (see `SvcState::ready`).
+    let ready = Waiter::new()?;
+    ready.add();
+    let theirs = ready.clone();
     let state = Arc::pin_init(
         pin_init!(SvcState {
             dev: dev.clone(),
@@ -359,6 +364,8 @@ fn ready_locked(
                 "SvcState::reg"
             ),
             broken: AtomicBool::new(false),
+            ready: theirs,
+            settled: AtomicBool::new(false),
         }),
         GFP_KERNEL,
     )?;
@@ -384,16 +391,13 @@ fn ready_locked(
         teardown(svc.take(), ctx);
         return Err(e);
     }
-    let q = wait_for(
-        || {
-            if state.broken.load(Ordering::Acquire) {
-                return Some(None);
-            }
-            state.usable().map(Some)
-        },
-        ctx,
-    )
-    .flatten();
+    // Established or broken, at most `SERVICE_MS` from now.
+    ready.arrive();
+    let q = if ready.wait(SERVICE_MS, ctx) {
+        state.usable()
+    } else {
+        None
+    };
     match q {
         Some(q) => Ok(q),
         None => {
