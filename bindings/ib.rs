@@ -577,7 +577,7 @@ impl Drop for Waiter {
     }
 }
 
-/// A completion queue polled in process context (`IB_POLL_WORKQUEUE`); freed when dropped.
+/// A completion queue polled in softirq context (`IB_POLL_SOFTIRQ`); freed when dropped.
 ///
 /// # Invariants
 ///

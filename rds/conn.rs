@@ -136,8 +136,9 @@ struct ConnInner {
 
 /// References to sent messages a connection keeps for their senders' pools at most: two for
 /// each spare a pool keeps ([`crate::message::POOL_MSGS`]), one from the ack and one from the
-/// transport's completion.
-const SETTLED_MAX: usize = 2 * crate::message::POOL_MSGS;
+/// transport's completion, twice over: a transport that signals one send in several (IB: 8)
+/// hands back that many at once, after their acks handed back theirs.
+const SETTLED_MAX: usize = 4 * crate::message::POOL_MSGS;
 
 /// Connections alive (created and not yet dropped), for the unload's leak check.
 static LIVE: AtomicUsize = AtomicUsize::new(0);

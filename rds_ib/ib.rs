@@ -41,10 +41,11 @@
 //!
 //! # Contexts
 //!
-//! rdma_cm handlers and completions run in process context (rdma_cm's work queues, the
-//! `ib-comp-wq` work that polls our CQs, `IB_POLL_WORKQUEUE`); `xmit` runs in the core's drain
-//! (process context). No cm id is created or destroyed in a cm handler: ids are created by
-//! `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
+//! rdma_cm handlers run in process context (rdma_cm's work queues); completions in softirq
+//! context (the CQs' `irq_poll`, `IB_POLL_SOFTIRQ`: `WcHandler::done` gets no `ProcessCtx`, so
+//! nothing it calls sleeps, and what it allocates is `GFP_ATOMIC`); `xmit` runs in the core's
+//! drain (process context). No cm id is created or destroyed in a cm handler: ids are created
+//! by `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
 
 use crate::bindings::ib::{
     CmHandler, CmId, DevAttrs, Device, IbClient, IbRegistration, IdleMr, Pd, Qp, RdmaWr, Waiter,

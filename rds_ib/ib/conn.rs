@@ -20,7 +20,6 @@ use crate::bindings::ib::{
     TAG_SEND,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
 use crate::proto::{ConnState, Stat, MAX_MR_PAGES, RDS_IB_PORT, RDS_IB_PORT6};
@@ -222,11 +221,11 @@ impl Path {
         // disconnect may be handled here first, and the operation would then be reported
         // dropped instead of refused.
         if let Some(q) = self.qpr() {
-            let mut waited = 0;
-            while q.rdma_inflight.load(Ordering::Acquire) != 0 && waited < RDMA_SETTLE_MS {
-                sys::sleep_ms(10, ctx);
-                waited += 10;
+            if !q.rdma_settling.swap(true, Ordering::AcqRel) {
+                q.rdma_out.arrive();
             }
+            // At most `RDMA_SETTLE_MS`, and not at all when none is out.
+            q.rdma_out.wait(RDMA_SETTLE_MS, ctx);
         }
         // The QP first: it may use the id `pending` held.
         let qpr = self.qpr.lock().take();

@@ -15,7 +15,9 @@ use super::conn::Path;
 use super::recv::{PagePool, RxState};
 use super::send::Inflight;
 use super::{IbDev, RECV_WR, SEND_WR, SEND_WR_IWARP};
-use crate::bindings::ib::{CmIdRef, Pd, Qp, QpEvents, QpSpec, WcHandler, QP_EVENT_COMM_EST};
+use crate::bindings::ib::{
+    CmIdRef, Pd, Qp, QpEvents, QpSpec, Waiter, WcHandler, QP_EVENT_COMM_EST,
+};
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::proto::{Credits, Reassembly, WorkRing, CREDIT_UPDATE_AT};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -59,8 +61,12 @@ pub(super) struct PathQp {
     pub(super) rx_dead: AtomicBool,
     /// SENDs posted unsignaled since the last signaled one (`send.rs`, `SIGNAL_EVERY`).
     pub(super) unsignaled: AtomicU32,
-    /// RDMA work requests posted and not completed yet.
-    pub(super) rdma_inflight: AtomicU32,
+    /// RDMA work requests posted and not completed yet, as parties of a waiter whose own
+    /// party, the QP's, arrives when its path's teardown waits for them to settle
+    /// (`rdma_settling`).
+    pub(super) rdma_out: Arc<Waiter>,
+    /// The teardown gave up the QP's party of `rdma_out`.
+    pub(super) rdma_settling: AtomicBool,
     /// Lists the QP on its device (before `_token`: a path stops counting only after).
     _listed: QpListing,
     /// Counts the path on its device.
@@ -123,6 +129,7 @@ impl PathQp {
             PathCountGuard(dev.clone())
         };
         let pages = PagePool::new()?;
+        let rdma_out = Waiter::new()?;
         // The send queue also takes the ack-only frame and a fence.
         let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
         let send_wr = if dev.attrs.iwarp {
@@ -182,7 +189,8 @@ impl PathQp {
                 hold: AtomicBool::new(!active && dev.attrs.iwarp),
                 rx_dead: AtomicBool::new(false),
                 unsignaled: AtomicU32::new(0),
-                rdma_inflight: AtomicU32::new(0),
+                rdma_out,
+                rdma_settling: AtomicBool::new(false),
                 _listed: listed,
                 _token: token,
             }),

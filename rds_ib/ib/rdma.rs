@@ -174,6 +174,8 @@ impl PathQp {
                 msg: msg.clone(),
                 completes: alone && k + 1 == want,
             };
+            // Counted before it is posted: its completion (softirq) may come at once.
+            self.rdma_out.add();
             let posted = if placed && k + 1 == want {
                 self.qp.post_fence_read(
                     (pos + k) % nslots,
@@ -201,13 +203,13 @@ impl PathQp {
                     })
             };
             if posted.is_err() {
+                self.rdma_out.arrive();
                 // The QP is going (or failed): the rest of the slots go back, and the reset
                 // reports the operation dropped (it is never sent again).
                 self.ring.lock().unalloc(want - k);
                 conn.drop_connection();
                 return Err(XmitError::Full);
             }
-            self.rdma_inflight.fetch_add(1, Ordering::AcqRel);
             raddr = raddr.wrapping_add(bytes);
         }
         stats::inc(stat);
