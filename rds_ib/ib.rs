@@ -78,7 +78,7 @@ mod send;
 
 use cm::Listener;
 use conn::IbConn;
-use mr::MrCell;
+use mr::RevocableMr;
 use rdma::atomic_wr;
 use send::Inflight;
 
@@ -161,7 +161,7 @@ pub(crate) struct IbDev {
     /// The registrations made on the device, by r_key (see [`IbMrReg`]); `remove` revokes
     /// those still there before the PD goes. Under `pd`'s lock when both are taken.
     #[pin]
-    mrs: Mutex<RBTree<u32, Arc<MrCell>>>,
+    mrs: Mutex<RBTree<u32, Arc<RevocableMr>>>,
     /// iWARP: the service connection that fast registrations are posted on (`frwr`); taken
     /// by `remove` before the PD goes. Lock order: before `pd`.
     #[pin]

@@ -33,7 +33,7 @@
 //! the QPs of the two ends, but never destroy an id or drop one: [`teardown`] does, from the
 //! registering thread or the device's removal, with the device's service lock held.
 
-use super::mr::{DevMr, MrCell};
+use super::mr::{DevMr, RevocableMr};
 use super::{IbDev, RESOLVE_MS};
 use crate::bindings::ib::{
     CmAction, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
@@ -472,8 +472,8 @@ pub(super) fn register(
     len: u64,
     iova: u64,
     remote_write: bool,
-    cell: &Arc<MrCell>,
-    node: RBTreeNodeReservation<u32, Arc<MrCell>>,
+    cell: &Arc<RevocableMr>,
+    node: RBTreeNodeReservation<u32, Arc<RevocableMr>>,
     ctx: &ProcessCtx,
 ) -> Result<u32> {
     let mut svc = dev.service.lock();

@@ -6,7 +6,7 @@
 //! and `ib_frmr.c`.
 //!
 //! [`DevMr`] (the device registration: `ib_reg_user_mr`, or on iWARP a fast registration made
-//! by [`super::frwr`]), [`MrCell`] (its slot in the device's list), [`IbMr`] (the handle the
+//! by [`super::frwr`]), [`RevocableMr`] (its slot in the device's list), [`IbMr`] (the handle the
 //! core keeps) and [`IbMrReg`] (what dropping it undoes: on iWARP with a fence,
 //! [`super::fence`]), and `MrOps for IbTransport`, which makes them.
 
@@ -42,8 +42,10 @@ impl DevMr {
     }
 }
 
-/// A registration's slot in its device's list: the device registration while it is valid.
-pub(super) type MrCell = Mutex<Option<DevMr>>;
+/// A registration's device MR, listed by its device, while it is valid: the device's removal
+/// revokes it (takes the MR, deregistering it before the PD goes), or the registration's
+/// owner deregisters it; `None` after either.
+pub(super) type RevocableMr = Mutex<Option<DevMr>>;
 
 /// A registration on an RDMA device (C: an FRWR or FMR of `ib_rdma.c`): made with
 /// `ib_reg_user_mr` on the device's PD (on iWARP, by fast registration on the device's service
@@ -76,7 +78,7 @@ struct IbMrReg {
     rkey: u32,
     /// Of C's 8 KiB pool's size (for the counters).
     small: bool,
-    cell: Arc<MrCell>,
+    cell: Arc<RevocableMr>,
     _pages: crate::rdma::RegPages,
 }
 
