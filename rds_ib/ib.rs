@@ -46,6 +46,29 @@
 //! nothing it calls sleeps, and what it allocates is `GFP_ATOMIC`); `xmit` runs in the core's
 //! drain (process context). No cm id is created or destroyed in a cm handler: ids are created
 //! by `connect` (the connect work) and destroyed by `shutdown` (the shutdown work).
+//!
+//! # Lock order
+//!
+//! Each lock with the locks that may be held when it is taken (none: taken alone). Mutexes
+//! are process context only; BH spinlocks are taken by the completions too, and nothing
+//! sleeps under them.
+//!
+//! | lock | kind | taken inside |
+//! |---|---|---|
+//! | `IbTransport::devs` | mutex | none |
+//! | `IbDev::service` | mutex | none |
+//! | `frwr::SvcState::inner` | mutex | `IbDev::service` |
+//! | `mr::IbMr::cell` (`mr::RevocableMr`) | mutex | `IbDev::service` |
+//! | `IbDev::idle` | mutex | `IbMr::cell` |
+//! | `IbDev::pd`, `IbDev::mrs` | mutex | `IbDev::service`, `IbDev::idle` |
+//! | a QP's `life` (`bindings/ib.rs`) | mutex | `IbDev::idle` |
+//! | `conn::Path::pending` | mutex | none |
+//! | `IbConn::path`, `Path::qpr`, `Path::prev` | BH spinlock | `Path::pending` |
+//! | `qp::PathQp::ring`, `PathQp::rx`, `recv::PagePool::spares` | BH spinlock | none |
+//! | a QP's `slots`, then its `fence` (`bindings/ib.rs`) | BH spinlock | none, `slots` |
+//! | a QP's `cm`, `IbDev::qps`, `frwr::SvcState::reg` | BH spinlock | none |
+//!
+//! `Documentation/design.md` has them in the module's lock table, with what each protects.
 
 use crate::bindings::ib::{
     CmHandler, CmId, DevAttrs, Device, IbClient, IbRegistration, IdleMr, Pd, Qp, RdmaWr, Waiter,
