@@ -49,8 +49,9 @@ use crate::bindings::sys::{
 use crate::cong::{CongRef, NetCong};
 use crate::message::{Message, POOL_BUF_MAX};
 use crate::proto::{
-    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, SeqCheck, Stat,
-    TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, SeqCheck,
+    SpareStack, Stat, TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED,
+    RDS_RDMA_SUCCESS,
 };
 use crate::recv::RxCtx;
 use crate::send;
@@ -129,9 +130,7 @@ struct ConnInner {
     /// and completions arrive in any context), each with at most [`POOL_BUF_MAX`] bytes of
     /// payload. A message may be here twice (its ack and its transport each gave it back):
     /// the last of its references recycles it.
-    settled: [Option<Arc<Message>>; SETTLED_MAX],
-    /// How many of `settled` are set (the first ones).
-    nsettled: usize,
+    settled: SpareStack<Arc<Message>, SETTLED_MAX>,
 }
 
 /// References to sent messages a connection keeps for their senders' pools at most: two for
@@ -308,8 +307,7 @@ impl Conn {
                         last_used: sys::jiffies(),
                         pongs: [0; PONGS_MAX],
                         npongs: 0,
-                        settled: [const { None }; SETTLED_MAX],
-                        nsettled: 0,
+                        settled: SpareStack::new(),
                     },
                     "Conn::inner"
                 ),
@@ -957,9 +955,6 @@ impl Conn {
     /// transmit ([`Conn::recycle_settled`]); the others are freed when their last user is
     /// done with them.
     fn settle_acked(&self, mut acked: List<Message>) {
-        if acked.is_empty() {
-            return;
-        }
         while let Some(m) = acked.pop_front() {
             send::complete(&m, RDS_RDMA_SUCCESS);
             // What is not kept is dropped here, outside the lock.
@@ -975,14 +970,8 @@ impl Conn {
         if msg.len as usize > POOL_BUF_MAX {
             return Some(msg);
         }
-        {
-            let mut inner = self.inner.lock();
-            let n = inner.nsettled;
-            match inner.settled.get_mut(n) {
-                Some(free) => *free = Some(msg),
-                None => return Some(msg),
-            }
-            inner.nsettled = n + 1;
+        if let Err(msg) = self.inner.lock().settled.push(msg) {
+            return Some(msg);
         }
         self.settled_pending.store(true, Ordering::Release);
         None
@@ -995,16 +984,7 @@ impl Conn {
             return;
         }
         loop {
-            let m = {
-                let mut inner = self.inner.lock();
-                match inner.nsettled.checked_sub(1) {
-                    Some(last) => {
-                        inner.nsettled = last;
-                        inner.settled.get_mut(last).and_then(Option::take)
-                    }
-                    None => None,
-                }
-            };
+            let m = self.inner.lock().settled.pop();
             match m {
                 Some(m) => Message::recycle_sent(m, ctx),
                 None => break,

@@ -19,7 +19,8 @@ use crate::bindings::sync::{
     new_spinlock_bh, new_spinlock_pc, recycle_unique, ProcessCtx, SpinLockBh, SpinLockPc,
 };
 use crate::proto::{
-    msg_charge, Addr, Ext, Header, Stat, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP, FLAG_RETRANSMITTED,
+    msg_charge, Addr, Ext, Header, SpareStack, Stat, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP,
+    FLAG_RETRANSMITTED,
 };
 use crate::rdma::{Notifier, RdmaOp};
 use crate::socket::Rds;
@@ -1257,14 +1258,6 @@ pub(crate) const SPARE_SLOTS: usize = 32;
 
 /// The spare slots of a [`SlotCache`].
 ///
-/// # Invariants
-///
-/// `slots[..n]` are `Some`, the rest `None`.
-struct Spares {
-    n: usize,
-    slots: [Option<RxSlot>; SPARE_SLOTS],
-}
-
 /// Spare memory for messages that arrive from a network: the memory of such a message
 /// `recvmsg` is done with goes to the next one that arrives (over IB in the receive
 /// completion's work, over loopback in its fault modes, which go the network's way), instead
@@ -1274,43 +1267,26 @@ struct Spares {
 #[pin_data]
 pub(crate) struct SlotCache {
     #[pin]
-    spare: SpinLockPc<Spares>,
+    spare: SpinLockPc<SpareStack<RxSlot, SPARE_SLOTS>>,
 }
 
 impl SlotCache {
     /// An empty cache.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            // INVARIANT: none.
-            spare <- new_spinlock_pc!(
-                Spares {
-                    n: 0,
-                    slots: [const { None }; SPARE_SLOTS],
-                },
-                "SlotCache::spare"
-            ),
+            spare <- new_spinlock_pc!(SpareStack::new(), "SlotCache::spare"),
         })
     }
 
     /// How many spares there are (for tests).
     #[cfg(rds_test)]
     pub(crate) fn spares(&self) -> usize {
-        self.spare.lock().n
+        self.spare.lock().len()
     }
 
     /// A spare slot, or a new one.
     pub(crate) fn take_or_alloc(&self, _ctx: &ProcessCtx, flags: Flags) -> Result<RxSlot> {
-        let spare = {
-            let mut sp = self.spare.lock();
-            match sp.n.checked_sub(1) {
-                Some(last) => {
-                    // INVARIANT: the last `Some` becomes `None`.
-                    sp.n = last;
-                    sp.slots.get_mut(last).and_then(Option::take)
-                }
-                None => None,
-            }
-        };
+        let spare = self.spare.lock().pop();
         match spare {
             Some(s) => Ok(s),
             None => RxSlot::new(flags),
@@ -1324,19 +1300,7 @@ impl SlotCache {
         let Some(slot) = recycle_unique(m) else {
             return;
         };
-        let full = {
-            let mut sp = self.spare.lock();
-            let n = sp.n;
-            match sp.slots.get_mut(n) {
-                Some(free) => {
-                    // INVARIANT: the first `None` becomes `Some`.
-                    *free = Some(RxSlot(slot));
-                    sp.n = n + 1;
-                    None
-                }
-                None => Some(slot),
-            }
-        };
+        let full = self.spare.lock().push(RxSlot(slot));
         drop(full);
     }
 }

@@ -51,6 +51,8 @@ mod port;
 mod rdma;
 #[path = "seq.rs"]
 mod seq;
+#[path = "stack.rs"]
+mod stack;
 
 pub use abi::{
     AF_RDS, RDS_CANCEL_SENT_TO, RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST,
@@ -140,3 +142,4 @@ pub use seq::{
     sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
     MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };
+pub use stack::SpareStack;

@@ -18,7 +18,7 @@ use crate::bindings::ib::{Wc, WcStatus};
 use crate::bindings::sync::{new_spinlock_bh, SpinLockBh};
 use crate::conn::Conn;
 use crate::message::{LentFrags, Payload, RxSlot};
-use crate::proto::{FragOutcome, Header, Reassembly, Stat, FRAG_SIZE, HEADER_LEN};
+use crate::proto::{FragOutcome, Header, Reassembly, SpareStack, Stat, FRAG_SIZE, HEADER_LEN};
 use crate::recv::{self, RxCtx};
 use crate::stats;
 use core::sync::atomic::{fence, Ordering};
@@ -185,34 +185,19 @@ impl PathQp {
 #[pin_data]
 pub(super) struct PagePool {
     #[pin]
-    spares: SpinLockBh<PoolPages>,
+    spares: SpinLockBh<SpareStack<Page, POOL_PAGES>>,
 }
 
 /// Pages a [`PagePool`] keeps at most: those of two 64 KiB messages waiting for their
 /// receivers (128 KiB; a connection's ring holds 1 MiB of receive pages besides).
 pub(super) const POOL_PAGES: usize = 32;
 
-/// # Invariants
-///
-/// The first `n` of `pages` are set, the others not.
-struct PoolPages {
-    pages: [Option<Page>; POOL_PAGES],
-    n: usize,
-}
-
 impl PagePool {
     /// An empty pool.
     pub(super) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
-                // INVARIANT: none set.
-                spares <- new_spinlock_bh!(
-                    PoolPages {
-                        pages: [const { None }; POOL_PAGES],
-                        n: 0,
-                    },
-                    "PagePool::spares"
-                ),
+                spares <- new_spinlock_bh!(SpareStack::new(), "PagePool::spares"),
             }),
             GFP_KERNEL,
         )
@@ -220,35 +205,24 @@ impl PagePool {
 
     /// KiB of the pages kept.
     pub(super) fn spare_kib(&self) -> u32 {
-        let n = self.spares.lock().n;
+        let n = self.spares.lock().len();
         u32::try_from(n * (kernel::page::PAGE_SIZE / 1024)).unwrap_or(u32::MAX)
     }
 
     /// A page given back earlier, if there is one.
     fn take(&self) -> Option<Page> {
-        let mut sp = self.spares.lock();
-        let last = sp.n.checked_sub(1)?;
-        // INVARIANT: the last set one is taken.
-        sp.n = last;
-        sp.pages.get_mut(last).and_then(Option::take)
+        self.spares.lock().pop()
     }
 
     /// Keeps `pages` for later receives, as many as there is room for; the rest are freed
     /// (outside the lock).
     fn give(&self, pages: KVec<Page>) {
         let mut rest = pages.into_iter();
-        {
+        let full = {
             let mut sp = self.spares.lock();
-            while sp.n < POOL_PAGES {
-                let Some(p) = rest.next() else { break };
-                let n = sp.n;
-                if let Some(free) = sp.pages.get_mut(n) {
-                    // INVARIANT: the first unset one is set.
-                    *free = Some(p);
-                    sp.n = n + 1;
-                }
-            }
-        }
+            rest.by_ref().find_map(|p| sp.push(p).err())
+        };
+        drop(full);
         drop(rest);
     }
 }
