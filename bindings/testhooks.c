@@ -15,6 +15,8 @@
  *                    service connection failed (read back as 0 once consumed)
  *   ib_route_delay_ms  the IB transport's ROUTE_RESOLVED handler sleeps this long after it
  *                    built the QP, before it installs it (widens the window of a teardown)
+ *   ib_request_delay_ms the IB transport's handler of a connection request sleeps this long
+ *                      before it looks at the request (both ends' requests leave first);
  *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
  *                    before it publishes the path (widens the window of a destroy)
  *   ib_established_delay_ms  the IB transport's ESTABLISHED handler sleeps this long before
@@ -46,6 +48,7 @@ static u32 rds_rs_loop_ring_val;
 static u32 rds_rs_ib_service_break_val;
 static u32 rds_rs_ib_route_delay_ms_val;
 static u32 rds_rs_ib_accept_delay_ms_val;
+static u32 rds_rs_ib_request_delay_ms_val;
 static u32 rds_rs_ib_established_delay_ms_val;
 static u32 rds_rs_ib_fence_expire_val;
 static u32 rds_rs_guess_refill_hold_val;
@@ -95,6 +98,11 @@ u32 rds_rs_test_ib_fence_expire(void)
 u32 rds_rs_test_ib_route_delay_ms(void)
 {
 	return READ_ONCE(rds_rs_ib_route_delay_ms_val);
+}
+
+u32 rds_rs_test_ib_request_delay_ms(void)
+{
+	return READ_ONCE(rds_rs_ib_request_delay_ms_val);
 }
 
 u32 rds_rs_test_ib_accept_delay_ms(void)
@@ -179,6 +187,8 @@ int rds_rs_testhooks_init(void)
 			   &rds_rs_ib_route_delay_ms_val);
 	debugfs_create_u32("ib_accept_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_accept_delay_ms_val);
+	debugfs_create_u32("ib_request_delay_ms", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_request_delay_ms_val);
 	debugfs_create_u32("ib_established_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_established_delay_ms_val);
 	debugfs_create_u32("ib_fence_expire", 0600, rds_rs_test_dir,

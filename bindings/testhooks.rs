@@ -185,6 +185,12 @@ mod imp {
         unsafe { raw::rds_rs_test_ib_accept_delay_ms() }
     }
 
+    /// `ib_request_delay_ms`.
+    pub(crate) fn ib_request_delay_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_request_delay_ms() }
+    }
+
     /// `ib_established_delay_ms`.
     pub(crate) fn ib_established_delay_ms() -> u32 {
         // SAFETY: The helper reads a static variable.
@@ -255,6 +261,11 @@ mod imp {
 
     /// `ib_accept_delay_ms` (off in the production build).
     pub(crate) fn ib_accept_delay_ms() -> u32 {
+        0
+    }
+
+    /// `ib_request_delay_ms` (off in the production build).
+    pub(crate) fn ib_request_delay_ms() -> u32 {
         0
     }
 

@@ -236,6 +236,25 @@ pub fn reply_version_ok(version: u16) -> bool {
     version >= PROTOCOL_3_1
 }
 
+/// Whether a connection request that meets our own connect to the same peer
+/// (both ends connecting at once) takes its place: the tie-break of rds_rs,
+/// where C rejects the request (`ib_connect_raced`) and both ends retry after a
+/// random delay. An end yields, accepting the request and dropping its own
+/// connect, when its own request has not left yet (`sent` false: the peer will
+/// never see it) or when its address is the larger one; otherwise it rejects the
+/// request, and its own request, which left before the reject, reaches the
+/// other end first, where it is accepted. So two rds_rs ends settle in one
+/// round. The order is C's `rds_addr_cmp` (the 16 bytes of the IPv6 or
+/// v4-mapped address in turn), which RDS/TCP also uses to choose the end that
+/// connects. Against C, which never yields, it is one round unless both
+/// requests left and rds_rs has the smaller address (then both retry, as two C
+/// ends do). Equal addresses (a connection to itself) yield only before
+/// sending.
+#[must_use]
+pub fn yields_connect(laddr: &Addr, faddr: &Addr, sent: bool) -> bool {
+    !sent || laddr > faddr
+}
+
 /// The reason carried by a reject's private data: a host-endian `int` of
 /// C's `rdma_reject` (`RDS_RDMA_REJ_INCOMPAT` = 1), if there is one.
 #[must_use]

@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 31;
+pub const STAT_COUNT: usize = 36 + 39 + 32;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1142,6 +1142,10 @@ stats! {
     /// connection, a sequence number not above the last one received, without
     /// `RDS_FLAG_RETRANSMITTED` (C delivers them again).
     RsRecvDropReplay => "rs_recv_drop_replay",
+    /// rds-rs: IB/iWARP connection requests accepted although our own connect to the same
+    /// peer was in progress (both ends connected at once, and this end's address is the
+    /// larger: it yields, and its own connect is dropped; see `yields_connect`).
+    RsIbConnectYielded => "rs_ib_connect_yielded",
 }
 
 impl Stat {

@@ -3,10 +3,10 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    frag_count, negotiate, reject_drops, reject_reason, reply_version_ok, Addr, ConnPriv, Credits,
-    FragError, FragOutcome, Grab, Header, NegotiateError, Reassembly, WorkRing, CREDIT_UPDATE_AT,
-    FLAG_CONG_BITMAP, HEADER_LEN, MAX_ADV_CREDIT, MAX_CREDITS, PRIV_LEN_V4, PRIV_LEN_V6,
-    PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1,
+    frag_count, negotiate, reject_drops, reject_reason, reply_version_ok, yields_connect, Addr,
+    ConnPriv, Credits, FragError, FragOutcome, Grab, Header, NegotiateError, Reassembly, WorkRing,
+    CREDIT_UPDATE_AT, FLAG_CONG_BITMAP, HEADER_LEN, MAX_ADV_CREDIT, MAX_CREDITS, PRIV_LEN_V4,
+    PRIV_LEN_V6, PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1,
 };
 use std::collections::VecDeque;
 
@@ -705,5 +705,36 @@ fn credits_small_ring() {
     for d in 0..50 {
         let mut p = Pair::new([4, 4], [d, 50 - d]);
         p.drain().unwrap();
+    }
+}
+
+#[test]
+fn connect_tie_break() {
+    // Requests sent by both: the larger address yields, the smaller keeps its connect.
+    let (a, b) = (v4([192, 0, 2, 1]), v4([192, 0, 2, 2]));
+    assert!(yields_connect(&b, &a, true));
+    assert!(!yields_connect(&a, &b, true));
+    // A request not sent yet always yields (the peer will not see it).
+    assert!(yields_connect(&a, &b, false));
+    // C's rds_addr_cmp: the 16 bytes in order.
+    assert!(yields_connect(
+        &v4([10, 0, 0, 1]),
+        &v4([9, 255, 255, 255]),
+        true
+    ));
+    assert!(yields_connect(&v6(2), &v6(1), true));
+    // A v4-mapped address is below every fd00::/8 address.
+    assert!(yields_connect(&v6(0), &v4([255, 255, 255, 255]), true));
+    // A connection to itself yields only before sending.
+    assert!(!yields_connect(&a, &a, true));
+}
+
+proptest! {
+    /// Two ends whose requests both left: exactly one yields (none for one address).
+    #[test]
+    fn connect_tie_break_one_end(x in any::<[u8; 16]>(), y in any::<[u8; 16]>()) {
+        let (x, y) = (Addr(x), Addr(y));
+        let ends = u8::from(yields_connect(&x, &y, true)) + u8::from(yields_connect(&y, &x, true));
+        prop_assert_eq!(ends, u8::from(x != y));
     }
 }

@@ -64,6 +64,10 @@ impl Listener {
             "ib connect request, {} bytes of private data\n",
             ev.private.len()
         );
+        let delay = crate::bindings::testhooks::ib_request_delay_ms();
+        if delay > 0 {
+            sys::sleep_ms(delay, ctx);
+        }
         let (version, p) = negotiate(ev.private, ev.v6).map_err(|e| {
             stats::inc(Stat::RsIbConnectBadPrivate);
             match e {
@@ -100,20 +104,30 @@ impl Listener {
             return Err(REJ_INCOMPAT);
         };
         pr_debug!("ib request for state {:?}\n", conn.state());
+        // Our own connect to the peer, retired because this request takes its place (see
+        // `yields_connect`): the connection stays `Connecting`, with this incarnation instead.
+        let mut yielded = None;
         if !conn.try_accept() {
             // C's counters: a request for a connection that is up closes it as stale
             // (`ib_listen_closed_stale`); one that meets our own connect in progress is a race
-            // (`ib_connect_raced`).
+            // (`ib_connect_raced`) unless the tie-break gives the connection to the request.
             match conn.state() {
                 ConnState::Up => {
                     // A stale connection: the peer started over; ours goes too (C).
                     conn.drop_connection();
                     stats::inc(Stat::IbListenClosedStale);
+                    return Err(REJ_INCOMPAT);
                 }
-                ConnState::Connecting => stats::inc(Stat::IbConnectRaced),
-                _ => {}
+                ConnState::Connecting => {
+                    let ours = ic.current().filter(|o| o.yield_to_peer());
+                    if ours.is_none() {
+                        stats::inc(Stat::IbConnectRaced);
+                        return Err(REJ_INCOMPAT);
+                    }
+                    yielded = ours;
+                }
+                _ => return Err(REJ_INCOMPAT),
             }
-            return Err(REJ_INCOMPAT);
         }
         let fail = |conn: &Arc<Conn>| {
             conn.drop_connection();
@@ -138,9 +152,18 @@ impl Listener {
         // shutdown takes the path under this lock, so either this sees the flag or the
         // shutdown finds this path. A previous incarnation goes with this one (below); it is
         // handed over before this one is published, so that any teardown of this one finds it.
+        // Our connect, if this request takes its place, was retired above, so that none of its
+        // events (the peer's reject of it, say) drops the connection meanwhile.
         let replaced = {
             let mut cur = ic.path.lock();
             if conn.is_destroyed() {
+                None
+            } else if yielded
+                .as_ref()
+                .is_some_and(|o| !matches!(cur.as_ref(), Some(c) if Arc::ptr_eq(c, o)))
+            {
+                // Our connect went meanwhile (it failed, or a shutdown took it): the connection
+                // is not ours to take over now.
                 None
             } else {
                 let old = cur.replace(path.clone());
@@ -196,6 +219,16 @@ impl Listener {
             conn.drop_connection();
         }
         drop(pending);
+        if yielded.is_some() {
+            // Our own connect, replaced: its id and QP go now, in process context outside the
+            // cm handlers (their destruction waits for this handler's work queue); the
+            // connection stays `Connecting` with this incarnation. Without the memory for that,
+            // the connection goes down and starts over, as below.
+            stats::inc(Stat::RsIbConnectYielded);
+            if path.drop_prev_later(ctx).is_ok() {
+                return Ok(());
+            }
+        }
         if replaced {
             // A previous incarnation the shutdown work has not torn down yet (an active
             // connect that failed, say): it goes now, with this one, through the connection's
@@ -218,6 +251,12 @@ impl CmHandler for Path {
             ev.status,
             conn.state()
         );
+        if self.dead.load(Ordering::Acquire) {
+            // A path torn down or replaced (our connect after the peer's request won): its
+            // events say nothing about the connection, which may be up on another path.
+            // Its teardown destroys the id.
+            return CmAction::Keep;
+        }
         match ev.kind {
             CmEventKind::AddrResolved => {
                 id.set_tos(conn.key.tos);
@@ -261,6 +300,9 @@ impl CmHandler for Path {
                         if let Err(back) = q.qp.set_id(owned) {
                             *pending = Some(back);
                         }
+                        // The request leaves now (a request from the peer that meets it is
+                        // settled by the address order from here: `Path::yield_to_peer`).
+                        self.requested.store(true, Ordering::Release);
                         let mut req =
                             ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
                         req.credit = q.credits.take_posted();

@@ -19,10 +19,10 @@ use crate::bindings::ib::{
     CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, WcStatus, TAG_ACK, TAG_KIND, TAG_RECV,
     TAG_SEND,
 };
-use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sync::{new_spinlock_bh, DropInProcess, ProcessCtx, ProcessDrop, SpinLockBh};
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
-use crate::proto::{ConnState, Stat, MAX_MR_PAGES, RDS_IB_PORT, RDS_IB_PORT6};
+use crate::proto::{yields_connect, ConnState, Stat, MAX_MR_PAGES, RDS_IB_PORT, RDS_IB_PORT6};
 use crate::stats;
 use crate::transport::{ConnTransport, RdmaInfo, XmitError, XmitProgress};
 use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
@@ -46,7 +46,7 @@ pub(crate) struct IbConn {
 }
 
 impl IbConn {
-    fn current(&self) -> Option<Arc<Path>> {
+    pub(super) fn current(&self) -> Option<Arc<Path>> {
         self.path.lock().clone()
     }
 
@@ -167,6 +167,9 @@ pub(super) struct Path {
     /// A teardown started, or a newer incarnation replaced this one: no QP may be installed
     /// any more, and what arrives is not delivered (set under `pending`'s lock).
     pub(super) dead: AtomicBool,
+    /// Active side: the connection request left (`ROUTE_RESOLVED` connected, under
+    /// `pending`'s lock); what the tie-break of a request from the peer looks at.
+    pub(super) requested: AtomicBool,
     /// The QP and its resources, once set up.
     #[pin]
     pub(super) qpr: SpinLockBh<Option<Arc<PathQp>>>,
@@ -187,6 +190,7 @@ impl Path {
                 active,
                 pending <- new_mutex!(None, "Path::pending"),
                 dead: AtomicBool::new(false),
+                requested: AtomicBool::new(false),
                 qpr <- new_spinlock_bh!(None, "Path::qpr"),
                 version: AtomicU16::new(0),
                 prev <- new_spinlock_bh!(None, "Path::prev"),
@@ -204,6 +208,21 @@ impl Path {
     pub(super) fn retire(&self) {
         let _serial = self.pending.lock();
         self.dead.store(true, Ordering::Release);
+    }
+
+    /// A request from the peer met this connect in progress (active side): retires the path
+    /// and returns true if the tie-break gives the connection to the peer's request
+    /// (`yields_connect`); the decision and the retirement are one step under `pending`'s
+    /// lock, so that the request does not leave in between.
+    pub(super) fn yield_to_peer(&self) -> bool {
+        let _serial = self.pending.lock();
+        let key = &self.conn.key;
+        let sent = self.requested.load(Ordering::Acquire);
+        if !self.active || !yields_connect(&key.laddr, &key.faddr, sent) {
+            return false;
+        }
+        self.dead.store(true, Ordering::Release);
+        true
     }
 
     /// Takes the path down (process context, not in a cm handler): the id of a connect in
@@ -243,6 +262,16 @@ impl Path {
         }
     }
 
+    /// Takes the incarnation this one replaced (`prev`) down later, in process context outside
+    /// the cm handlers: what a passive accept that took over our own connect does (see
+    /// `yields_connect`), since destroying the old id in a cm handler could wait for the
+    /// handler's own work queue. A shutdown of this path first takes it down with this one.
+    pub(super) fn drop_prev_later(self: &Arc<Self>, ctx: &ProcessCtx) -> Result {
+        let later = ProcessDrop::new(PrevTeardown(self.clone()), GFP_KERNEL, ctx)?;
+        drop(later);
+        Ok(())
+    }
+
     /// Builds the QP and its resources on the id's device and posts the receives (in the id's
     /// handler).
     pub(super) fn setup(
@@ -274,6 +303,18 @@ impl Path {
     pub(super) fn me(&self) -> Option<Arc<Path>> {
         let cur = self.ic()?.current()?;
         core::ptr::eq(&*cur, self).then_some(cur)
+    }
+}
+
+/// The teardown of a path's `prev`, in process context ([`Path::drop_prev_later`]).
+struct PrevTeardown(Arc<Path>);
+
+impl DropInProcess for PrevTeardown {
+    fn end(self, ctx: &ProcessCtx) {
+        let prev = self.0.prev.lock().take();
+        if let Some(p) = prev {
+            p.teardown(ctx);
+        }
     }
 }
 

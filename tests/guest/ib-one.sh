@@ -56,6 +56,16 @@ for soft in rxe siw; do
     done
     run_prog harness.tap "ib_many_${soft}" "$TESTS" ib-many "rs_$soft" 192.0.2.2 4 192.0.2.1 192.0.2.11 \
       192.0.2.12 -- 192.0.2.11 192.0.2.12 >> "$OUT/$f"
+    # Both ends connect to each other at once, on new connections: the tie-break settles each
+    # in one attempt (rds-tests ib-duel: `unsent` holds the requests back so that the end
+    # whose request has not left yields every time; `crossed` holds their handling back so
+    # that both requests leave and the larger address yields every time).
+    run_prog harness.tap "ib_duel_${soft}_race" "$TESTS" ib-duel "rs_$soft" 192.0.2.1 192.0.2.2 \
+      100 race >> "$OUT/$f"
+    run_prog harness.tap "ib_duel_${soft}_unsent" "$TESTS" ib-duel "rs_$soft" 192.0.2.1 192.0.2.2 \
+      110 unsent >> "$OUT/$f"
+    run_prog harness.tap "ib_duel_${soft}_crossed" "$TESTS" ib-duel "rs_$soft" 192.0.2.1 192.0.2.2 \
+      120 crossed >> "$OUT/$f"
     # RDMA reads and writes across the device's connection (siw: fast registrations, no
     # atomics). What must arrive may take 30 s here, not 5 (megabytes through a soft device
     # under KASAN, on a loaded host: tests/src/util.rs, arrival_bound).

@@ -24,6 +24,10 @@
 //!   (`RDS_INFO_IB_CONNECTIONS`, free memory), and that memory coming back when those to the
 //!   dropped peers are reaped (see [`many`]).
 //!
+//! - `rds-tests ib-duel TAG A B TOS-BASE race|unsent|crossed` (rds_rs at both ends, this host): both
+//!   ends connect to each other at once; the tie-break settles each connection in one attempt
+//!   (see [`duel`]).
+//!
 //! Check names are prefixed by the client's tag (e.g. `rs_to_c_v4`), so that runs in both
 //! directions can be told apart; every check must pass (these are interop checks, not
 //! observations paired with another run).
@@ -875,5 +879,115 @@ pub(crate) fn many(r: &mut Report, args: &[&str]) -> Result<(), String> {
         ),
         &format!("left=0 memory_back=true ({back} KiB back for {ndrop} connections)"),
     );
+    Ok(())
+}
+
+/// Rounds of [`duel`].
+const DUEL_ROUNDS: u8 = 8;
+
+/// `rds-tests ib-duel TAG A B TOS-BASE race|unsent|crossed` (rds_rs at both ends, this host): both ends
+/// connect to each other at once, [`DUEL_ROUNDS`] times, each time on a new connection (types
+/// of service TOS-BASE and up): a socket on A and one on B send each other a message back to
+/// back, so that each end's connect is in progress when the other's request arrives. The
+/// tie-break (`yields_connect`, Documentation/differences-from-c.md) settles every round in one
+/// attempt: no request of a connect still current is rejected (`rs_ib_connect_rejected`), no
+/// connection resets (`conn_reset`), and each reject for the race (`ib_connect_raced`, at the
+/// smaller address) has the other end's yield (`rs_ib_connect_yielded`) to match. `unsent`
+/// holds each connect's request back 300 ms after its route resolved (the test build's
+/// `ib_route_delay_ms`), so that the first request always meets the other end's connect
+/// before its request left: that end yields, every round (`race` leaves the timing alone and
+/// reports which branch the rounds took). `crossed` holds each connection request back 300 ms
+/// before it is looked at (`ib_request_delay_ms`), so that both requests left: the end with
+/// the larger address yields and the other rejects, every round.
+pub(crate) fn duel(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [tag, a, b, base, mode] = args else {
+        return Err("usage: rds-tests ib-duel TAG A B TOS-BASE race|unsent|crossed".into());
+    };
+    let a: IpAddr = parse(a, "address")?;
+    let b: IpAddr = parse(b, "address")?;
+    let base: u8 = parse(base, "type of service")?;
+    let knob = match *mode {
+        "race" => None,
+        "unsent" => Some("ib_route_delay_ms"),
+        "crossed" => Some("ib_request_delay_ms"),
+        m => return Err(format!("bad mode {m}")),
+    };
+    let names = [
+        "rs_ib_connect_yielded",
+        "ib_connect_raced",
+        "rs_ib_connect_rejected",
+        "conn_reset",
+    ];
+    let probe = ib_socket(SocketAddr::new(a, 0))?;
+    let counters = || -> Result<Vec<u64>, String> {
+        names
+            .iter()
+            .map(|n| crate::ib_mr::counter(&probe, n))
+            .collect()
+    };
+    let hold = match knob {
+        Some(k) => Some(crate::faults::Knob::set(k, 300)?),
+        None => None,
+    };
+    let c0 = counters()?;
+    let mut buf = vec![0u8; 64];
+    let mut slowest = Duration::ZERO;
+    let mut failed = None;
+    for i in 0..DUEL_ROUNDS {
+        let tos = base.wrapping_add(i);
+        let port = 4600 + 2 * u16::from(i);
+        let (aa, ba) = (SocketAddr::new(a, port), SocketAddr::new(b, port + 1));
+        let (sa, sb) = (ib_socket(aa)?, ib_socket(ba)?);
+        for s in [&sa, &sb] {
+            s.ioctl_byte(SIOCRDSSETTOS, Some(tos))
+                .map_err(|e| format!("SIOCRDSSETTOS: {}", err_name(&e)))?;
+        }
+        let t0 = Instant::now();
+        let sent = sa
+            .send_to(&[b'a', i], ba)
+            .and_then(|_| sb.send_to(&[b'b', i], aa));
+        if let Err(e) = sent {
+            failed = Some(format!("round {i}: send: {}", err_name(&e)));
+            break;
+        }
+        let got = recv_wait(&sb, &mut buf, Duration::from_secs(60))
+            .and_then(|(p, _)| Ok((p, recv_wait(&sa, &mut buf, Duration::from_secs(60))?.0)));
+        match got {
+            Ok((pb, pa)) if pb == [b'a', i] && pa == [b'b', i] => {}
+            Ok((pb, pa)) => {
+                failed = Some(format!("round {i}: got {pb:?} and {pa:?}"));
+                break;
+            }
+            Err(e) => {
+                failed = Some(format!("round {i}: {e}"));
+                break;
+            }
+        }
+        slowest = slowest.max(t0.elapsed());
+    }
+    drop(hold);
+    let c1 = counters()?;
+    let d: Vec<u64> = c1.iter().zip(&c0).map(|(x, y)| x - y).collect();
+    let (yielded, raced, rejected, reset) = (d[0], d[1], d[2], d[3]);
+    let obs = format!(
+        "{DUEL_ROUNDS} rounds: yielded {yielded}, raced {raced}, rejected {rejected}, \
+         reset {reset}, slowest {slowest:?}"
+    );
+    let verdict = if let Some(f) = failed {
+        Err(f)
+    } else if rejected != 0 || reset != 0 {
+        Err("a round took more than one attempt".into())
+    } else if raced > yielded {
+        Err("a reject for the race without the other end's yield".into())
+    } else if knob.is_some() && yielded != u64::from(DUEL_ROUNDS) {
+        Err(format!("expected {DUEL_ROUNDS} yields, one per round"))
+    } else if *mode == "crossed" && raced != u64::from(DUEL_ROUNDS) {
+        Err(format!(
+            "expected {DUEL_ROUNDS} rejects for the race, one per round (both requests left)"
+        ))
+    } else {
+        Ok(())
+    };
+    r.check(&format!("ib_{tag}_duel_{mode}"), &obs, verdict);
     Ok(())
 }

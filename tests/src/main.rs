@@ -291,6 +291,7 @@ fn main() -> ExitCode {
         ["ib-client", rest @ ..] => ib::client(&mut report, rest),
         ["ib-recycle", rest @ ..] => ib::recycle(&mut report, rest),
         ["ib-many", rest @ ..] => ib::many(&mut report, rest),
+        ["ib-duel", rest @ ..] => ib::duel(&mut report, rest),
         ["ib-bad", rest @ ..] => ib_bad::run(rest),
         ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
         ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
