@@ -23,6 +23,7 @@ use crate::proto::{
     FLAG_RETRANSMITTED,
 };
 use crate::rdma::{Notifier, RdmaOp};
+use crate::send::WaitingOp;
 use crate::socket::Rds;
 use crate::stats;
 use core::mem::MaybeUninit;
@@ -725,6 +726,13 @@ pub(crate) struct Owner {
     pub(crate) notifier: Option<ListArc<Notifier>>,
     /// The operation has completed (its id and notification are settled).
     pub(crate) op_done: bool,
+    /// The transport posted the operation and reports its completion
+    /// ([`crate::send::op_posted`]).
+    pub(crate) op_posted: bool,
+    /// The operation, when the peer's ack settled the message before the transport reported
+    /// the operation complete: it completes at that report (or with `RDS_RDMA_DROPPED` when
+    /// the message goes without one).
+    pub(crate) waiting: Option<WaitingOp>,
 }
 
 impl Owner {
@@ -733,6 +741,8 @@ impl Owner {
             sock: None,
             notifier: None,
             op_done: false,
+            op_posted: false,
+            waiting: None,
         }
     }
 }
@@ -903,6 +913,12 @@ impl Message {
         o.sock = Some(sock);
         o.notifier = notifier;
         o.op_done = false;
+        o.op_posted = false;
+        // None here: `to_pool` ended it before the spare went back. Dropped outside the lock
+        // in any case.
+        let waiting = o.waiting.take();
+        drop(o);
+        drop(waiting);
     }
 
     /// The caller is done with `msg`, the last user of a message that arrived (`recvmsg`):
@@ -941,6 +957,10 @@ impl Message {
     /// Gives `m`'s memory to `pool` (the pool it came from).
     #[inline]
     fn to_pool(mut m: Pin<UniqueArc<Self>>, pool: Arc<MsgPool>) {
+        // An operation its transport never reported (the connection went down with it)
+        // completes now, dropped, outside the owner's lock.
+        let waiting = m.owner.lock().waiting.take();
+        drop(waiting);
         let b = m.as_mut().body_mut();
         // Its payload memory stays with it for the next message (within the pool's bounds, which
         // `give_back` applies to the large ones); what it held goes now.
@@ -1038,16 +1058,6 @@ impl Message {
     /// `data` lock).
     pub(crate) fn with_owner<R>(&self, f: impl FnOnce(&mut Owner) -> R) -> R {
         f(&mut self.owner.lock())
-    }
-
-    /// Takes the sending socket and the notifier, once: the caller then settles the message.
-    pub(crate) fn take_owner(&self) -> Owner {
-        let mut o = self.owner.lock();
-        Owner {
-            sock: o.sock.take(),
-            notifier: o.notifier.take(),
-            op_done: o.op_done,
-        }
     }
 }
 

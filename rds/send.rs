@@ -17,18 +17,18 @@
 
 use crate::bindings::net::{
     emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, user_writable, MsgHdr, Sock,
-    SockFlag, WaitOutcome,
+    SockFlag, SockRef, WaitOutcome,
 };
 use crate::bindings::raw;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, MessageParts, MsgHead, Owner, Payload};
+use crate::message::{Message, MessageParts, MsgHead, Payload};
 use crate::proto::{
     check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_sg_too_big,
     scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
-use crate::rdma::{read_local_vecs, Issue, LocalVecs, RdmaOp, SendRdma, Tracker};
+use crate::rdma::{read_local_vecs, Issue, LocalVecs, Notifier, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket};
 use crate::stats;
 use core::sync::atomic::Ordering;
@@ -429,7 +429,69 @@ fn wait_uncongested(
 /// asked for one (`RDS_RDMA_NOTIFY_ME`), or when it failed (but was not cancelled) and the
 /// socket had `RDS_RECVERR` on, as in C.
 fn notification_due(op: &RdmaOp, status: i32) -> bool {
-    op.notify || (op.recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED)
+    due(op.notify, op.recverr, status)
+}
+
+/// [`notification_due`] from the operation's two flags.
+fn due(notify: bool, recverr: bool, status: i32) -> bool {
+    notify || (recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED)
+}
+
+/// An operation whose message the peer's ack settled before the transport reported the
+/// operation itself complete. The peer acks the message behind an RDMA READ once it has sent
+/// the READ's responses, but the READ's data may not be in the sender's memory yet: a soft
+/// device (rxe) places READ responses and handles the ack's arrival in different tasks. So the
+/// operation's id and notification wait for the transport's report ([`op_complete`]), and an
+/// operation that goes unreported (its connection went down with it) completes with
+/// `RDS_RDMA_DROPPED` when this is dropped. C notifies success at the ack
+/// (`rds_send_remove_from_sock`), before the data may be there (Documentation/
+/// differences-from-c.md).
+pub(crate) struct WaitingOp {
+    sock: SockRef<Rds>,
+    notifier: Option<ListArc<Notifier>>,
+    dest: (Addr, u16),
+    id: u64,
+    notify: bool,
+    recverr: bool,
+    done: bool,
+}
+
+impl WaitingOp {
+    /// Completes the operation with `status`, once (any context; no lock held but the
+    /// caller's leaves, which come before the sender's `data`).
+    fn finish(&mut self, status: i32) {
+        if core::mem::replace(&mut self.done, true) {
+            return;
+        }
+        let s = self.sock.state();
+        let unused = {
+            let mut d = s.data.lock();
+            d.trackers.complete(&self.dest, self.id);
+            match self.notifier.take() {
+                Some(n) if due(self.notify, self.recverr, status) => {
+                    n.status.store(status, Ordering::Relaxed);
+                    d.notify_queue.push_back(n);
+                    None
+                }
+                other => other,
+            }
+        };
+        self.sock.wake();
+        drop(unused);
+    }
+}
+
+impl Drop for WaitingOp {
+    fn drop(&mut self) {
+        self.finish(RDS_RDMA_DROPPED);
+    }
+}
+
+/// The transport is about to post `msg`'s operation and will report its completion
+/// ([`op_complete`], any status). From here a peer's ack that settles the message before
+/// that report leaves the operation's completion to it ([`WaitingOp`]).
+pub(crate) fn op_posted(msg: &Message) {
+    msg.with_owner(|o| o.op_posted = true);
 }
 
 /// The message's RDMA or atomic operation completed with `status` (any context; C:
@@ -439,11 +501,17 @@ fn notification_due(op: &RdmaOp, status: i32) -> bool {
 /// ([`complete`]).
 pub(crate) fn op_complete(msg: &Message, status: i32) {
     let Some(op) = msg.op.as_deref() else { return };
+    let mut waiting = None;
     let woke = msg.with_owner(|o| {
         if o.op_done {
             return None;
         }
         o.op_done = true;
+        if o.waiting.is_some() {
+            // Settled by the peer's ack already: completed below, outside this lock.
+            waiting = o.waiting.take();
+            return None;
+        }
         let sock = o.sock.as_ref()?;
         let s = sock.state();
         let mut d = s.data.lock();
@@ -462,6 +530,9 @@ pub(crate) fn op_complete(msg: &Message, status: i32) {
         // The reference to the sender is dropped here, outside every lock.
         drop(sock);
     }
+    if let Some(mut w) = waiting {
+        w.finish(status);
+    }
 }
 
 /// Settles a message with its sender, with the `RDS_RDMA_*` status of its operation: the
@@ -476,11 +547,29 @@ pub(crate) fn complete(msg: &Message, status: i32) -> bool {
 /// [`complete`], with notifications only when `notify` (a send refused after its operation
 /// was numbered is not a completion the caller needs to hear about).
 fn settle(msg: &Message, status: i32, notify: bool) -> bool {
-    let Owner {
-        sock,
-        notifier,
-        op_done,
-    } = msg.take_owner();
+    // The sender and the notifier, taken once. An ack (success) that comes before the
+    // transport reported the operation posted leaves the operation to that report.
+    let (sock, notifier, op_done) = msg.with_owner(|o| {
+        let sock = o.sock.take();
+        let mut notifier = o.notifier.take();
+        let mut op_done = o.op_done;
+        if let (Some(s), Some(op)) = (sock.as_ref(), msg.op.as_deref()) {
+            if status == RDS_RDMA_SUCCESS && !op_done && o.op_posted {
+                o.waiting = Some(WaitingOp {
+                    sock: s.clone(),
+                    notifier: notifier.take(),
+                    dest: (msg.daddr, msg.dport),
+                    id: op.id(),
+                    notify: op.notify,
+                    recverr: op.recverr,
+                    done: false,
+                });
+                // Not completed here.
+                op_done = true;
+            }
+        }
+        (sock, notifier, op_done)
+    });
     let Some(sock) = sock else {
         drop(notifier);
         return false;

@@ -9,7 +9,9 @@
 #   scripts/quick.sh busy MODE...   (any of the above, or `test` for all of `make test`, with
 #                                    one host core kept busy meanwhile by an unrelated busy loop
 #                                    at normal priority: the harness's own test under load;
-#                                    `scripts/quick.sh busy pair` is its short form)
+#                                    `scripts/quick.sh busy pair` is its short form;
+#                                    PAIR_RDMA_OPS=N gives the pair's RDMA round N operations
+#                                    each way instead of 30)
 # e.g. `scripts/quick.sh rdma`, `scripts/quick.sh c sendrecv,poll`,
 # `scripts/quick.sh faults load 20000 600`. QUICK_TIMEOUT bounds the guest (default 900 s);
 # results go to target/quick/IMPL-SUITES (QUICK_OUT overrides), so runs of different suites may
@@ -53,8 +55,8 @@ if [ "$impl" = pair ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   python3 tests/harness.py two --kernel "$kdir" --out "$out" --timeout "${QUICK_TIMEOUT:-1200}" \
     --port "$port" --append-a lockdep.prove_locking=0 \
-    --a "$(q "$pair" a "$out/a" "$kdir" "$module" "$tests_bin" 192.0.2.1 192.0.2.2 fd01::1 fd01::2 rxe "$out/b")" \
-    --b "$(q "$pair" b "$out/b" "$kdir" "$module" "$tests_bin" 192.0.2.2 192.0.2.1 fd01::2 fd01::1 rxe "$out/a")" || true
+    --a "$(q "$pair" a "$out/a" "$kdir" "$module" "$tests_bin" 192.0.2.1 192.0.2.2 fd01::1 fd01::2 rxe "$out/b" "${PAIR_RDMA_OPS:-30}")" \
+    --b "$(q "$pair" b "$out/b" "$kdir" "$module" "$tests_bin" 192.0.2.2 192.0.2.1 fd01::2 fd01::1 rxe "$out/a" "${PAIR_RDMA_OPS:-30}")" || true
   # Guest a's rdma-reg.c.tap pairs with the rds_rs suite half, which this mode does not run.
   mv -f "$out/a/rdma-reg.c.tap" "$out/a/rdma-reg.c.unpaired" 2>/dev/null || true
   python3 tests/harness.py judge --counts "$out/counts" "$out/a" "$out/b"

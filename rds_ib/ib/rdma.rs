@@ -165,6 +165,10 @@ impl PathQp {
             }
             pos
         };
+        // Its completion is reported from here (a completion, or the reset's drop): an ack of
+        // the message that comes first does not complete it (a READ's data may not be here
+        // yet).
+        send::op_posted(msg);
         let nslots = self.qp.nsend();
         let mut raddr = remote_addr;
         let mut pieces = maps.into_iter();

@@ -19,7 +19,7 @@
 #   7. RDMA both ways at once (rds-tests ib-rdma-pair): each side registers memory with
 #      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
-#   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT
+#   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT [RDMA-OPS]
 # The guests reach this step at different times (each first runs its own suites) and meet
 # before the first round and at each round: a side writes OUT/pair-rN when its part of round N
 # is done and goes on when the other's PEER-OUT/pair-rN exists (both guests see the host's
@@ -27,7 +27,7 @@
 # are there. Results:
 # ib-pair-c.tap (side a's clients, C against rds_rs), ib-pair-rs.tap (side b's).
 set -u
-ROLE=$1 OUT=$2 KDIR=$3 MODULE=$4 TESTS=$5 ME=$6 PEER=$7 ME6=$8 PEER6=$9 SOFT=${10} PEER_OUT=${11}
+ROLE=$1 OUT=$2 KDIR=$3 MODULE=$4 TESTS=$5 ME=$6 PEER=$7 ME6=$8 PEER6=$9 SOFT=${10} PEER_OUT=${11} RDMA_OPS=${12:-30}
 . "$(dirname "$0")/common.sh"
 cd "$OUT"
 kmemleak_clear
@@ -194,7 +194,7 @@ if [ $loaded_ok -eq 0 ]; then
   #    writes and reads of its RDMA_MAP registrations (rds-tests ib-rdma-pair).
   if [ $met -eq 1 ]; then
     run_prog harness.tap "ib_rdma_pair_$impl" "$TESTS" ib-rdma-pair "$ME" "$PEER" \
-      "${impl}_with_${peer_impl}" 30 >> "$OUT/$f"
+      "${impl}_with_${peer_impl}" "$RDMA_OPS" >> "$OUT/$f"
     meet 7
   fi
   if [ $impl = c ]; then

@@ -14,8 +14,14 @@
 //!   answers (a read: whether the data it read has the registrant's hash).
 //!
 //! Results `ib_rdma_pair_NAME_registrant` and `ib_rdma_pair_NAME_operator`.
+//!
+//! C RDS notifies a READ's success when the RDS ack of the message behind it arrives
+//! (`rds_send_remove_from_sock`), which over rxe can be before the READ's data is placed (the
+//! device handles the READ's responses and the peer's ack in different tasks): C's operator
+//! (NAME `c_...`) waits up to 2 s for the data and reports how many READs were early. rds_rs
+//! notifies at the READ's own completion, and its data is checked at once.
 
-use crate::rdma::{rdma_op, recv_notes, Op};
+use crate::rdma::{rdma_op, Op};
 use crate::util::{err_name, pattern};
 use crate::Report;
 use librds::rdma::{GetMrArgs, RDS_RDMA_NOTIFY_ME, RDS_RDMA_READWRITE, RDS_RDMA_SUCCESS};
@@ -64,6 +70,55 @@ fn next_msg(s: &RdsSocket, wait: Duration) -> Result<(Vec<u8>, Option<u64>), Str
                 }
                 let _ = s.poll(libc::POLLIN, left.min(Duration::from_millis(200)));
             }
+            Err(e) => return Err(format!("recvmsg: {}", err_name(&e))),
+        }
+    }
+}
+
+/// How `got` differs from `want`, to tell a failure's kind from its report: the first and last
+/// byte that differ, what is there, and how many bytes still hold the operator's fill (0x11:
+/// not read) or the registrant's earlier fill (0xEE: old pages).
+fn describe(got: &[u8], want: &[u8]) -> String {
+    let diff: Vec<usize> = (0..got.len().min(want.len()))
+        .filter(|&k| got[k] != want[k])
+        .collect();
+    let (Some(&first), Some(&last)) = (diff.first(), diff.last()) else {
+        return "the hash alone differs".into();
+    };
+    let count = |b: u8| diff.iter().filter(|&&k| got[k] == b).count();
+    format!(
+        "{} of {} bytes differ, {first}..={last}, got {:#04x} at {first}; 0x11 {}, 0xee {}",
+        diff.len(),
+        got.len(),
+        got[first],
+        count(0x11),
+        count(0xEE)
+    )
+}
+
+/// What [`next_note`] found: a notification's status, or a message with a payload (and its
+/// `RDMA_DEST` cookie).
+enum Got {
+    Note(i32),
+    Msg((Vec<u8>, Option<u64>)),
+}
+
+/// The next notification or message with a payload on `s`, if one is there now (empty
+/// messages, such as those behind the peer's reads, are skipped).
+fn next_note(s: &RdsSocket) -> Result<Option<Got>, String> {
+    let mut buf = vec![0u8; 4096];
+    loop {
+        match s.recv_msg(&mut buf, 256, libc::MSG_DONTWAIT) {
+            Ok(m) => {
+                if let Some(n) = m.cmsgs.iter().find_map(|c| c.rdma_status()) {
+                    return Ok(Some(Got::Note(n.status)));
+                }
+                if m.len > 0 {
+                    let cookie = m.cmsgs.iter().find_map(|c| c.rdma_dest());
+                    return Ok(Some(Got::Msg((buf[..m.len].to_vec(), cookie))));
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => return Ok(None),
             Err(e) => return Err(format!("recvmsg: {}", err_name(&e))),
         }
     }
@@ -145,6 +200,10 @@ fn registrant(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
         } else if write && (mem.read(off - 1, 1)[0] != 0xEE || mem.read(off + len, 1)[0] != 0xEE) {
             bad.push(format!("{i}:guards"));
         }
+        if !write && mem.read(off, len) != data {
+            // What the operator read must not have changed here.
+            bad.push(format!("{i}:read_source"));
+        }
         if let Err(e) = s.free_mr(cookie, 0) {
             bad.push(format!("{i}:free_mr_{}", err_name(&e)));
         }
@@ -156,15 +215,27 @@ fn registrant(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
     })
 }
 
-/// The operator's answers; returns a description of what went wrong, if anything.
-fn operator(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
+/// The operator's answers; returns a description of what went wrong, if anything, and how
+/// many reads C notified before their data landed (`c_notes_early`: this is C RDS, whose
+/// notification of a READ may come before the data; rds_rs's must not, and is checked at once).
+fn operator(
+    my: IpAddr,
+    peer: IpAddr,
+    ops: usize,
+    c_notes_early: bool,
+) -> Result<(String, usize), String> {
+    let mut early = 0;
     let s = sock(SocketAddr::new(my, OP_PORT))?;
     let mem = RdmaMem::new(262_144 + 8192).map_err(|e| format!("mmap: {e}"))?;
     let mut bad = Vec::new();
     let to = SocketAddr::new(peer, REG_PORT);
     let mut n = 0;
+    let mut pending = std::collections::VecDeque::new();
     while n < ops {
-        let (req, cookie) = next_msg(&s, 4 * STEP).map_err(|e| format!("request {n}: {e}"))?;
+        let (req, cookie) = match pending.pop_front() {
+            Some(m) => m,
+            None => next_msg(&s, 4 * STEP).map_err(|e| format!("request {n}: {e}"))?,
+        };
         if req == b"P" {
             s.send_to(b"p", to)
                 .map_err(|e| format!("ping answer: {}", err_name(&e)))?;
@@ -218,15 +289,18 @@ fn operator(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
                 return Err(format!("request {i}: write: {}", err_name(&e)));
             }
         }
-        // The notification.
+        // The notification. The registrant's next request may come first (after a write, its
+        // answer went with the data, and the notification comes at the write's completion
+        // here): it is kept for the next round, not lost.
         let t0 = Instant::now();
         let status = loop {
-            match recv_notes(&s, 4) {
-                Ok(Some((_, _, v))) if !v.is_empty() => break v[0].status,
-                Ok(_) if t0.elapsed() < STEP => {
+            match next_note(&s) {
+                Ok(Some(Got::Note(status))) => break status,
+                Ok(Some(Got::Msg(m))) => pending.push_back(m),
+                Ok(None) if t0.elapsed() < STEP => {
                     let _ = s.poll(libc::POLLIN, Duration::from_millis(200));
                 }
-                Ok(_) => break -1,
+                Ok(None) => break -1,
                 Err(e) => return Err(e),
             }
         };
@@ -235,9 +309,28 @@ fn operator(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
             ok = false;
         }
         if read {
-            if ok && fnv(&mem.read(off, len)) != hash {
-                bad.push(format!("{i}:read_data"));
-                ok = false;
+            if ok {
+                let mut got = mem.read(off, len);
+                if c_notes_early && fnv(&got) != hash {
+                    // C notifies a READ's success at the RDS ack of the message behind it
+                    // (`rds_send_remove_from_sock`), which over rxe can come before the READ's
+                    // data is placed: the data must land soon after.
+                    let t0 = Instant::now();
+                    while fnv(&got) != hash && t0.elapsed() < Duration::from_secs(2) {
+                        std::thread::sleep(Duration::from_millis(5));
+                        got = mem.read(off, len);
+                    }
+                    if fnv(&got) == hash {
+                        early += 1;
+                    }
+                }
+                if fnv(&got) != hash {
+                    bad.push(format!(
+                        "{i}:read_data({})",
+                        describe(&got, &pattern(len, i as u64 + 100))
+                    ));
+                    ok = false;
+                }
             }
             let mut a = vec![b'D'];
             a.extend_from_slice(&(i as u32).to_be_bytes());
@@ -246,11 +339,12 @@ fn operator(my: IpAddr, peer: IpAddr, ops: usize) -> Result<String, String> {
                 .map_err(|e| format!("answer {i}: {}", err_name(&e)))?;
         }
     }
-    Ok(if bad.is_empty() {
+    let bad = if bad.is_empty() {
         String::new()
     } else {
         format!("{:?}", &bad[..bad.len().min(8)])
-    })
+    };
+    Ok((bad, early))
 }
 
 pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
@@ -260,15 +354,24 @@ pub(crate) fn run(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let my: IpAddr = my.parse().map_err(|_| format!("bad address {my}"))?;
     let peer_ip: IpAddr = peer.parse().map_err(|_| format!("bad address {peer}"))?;
     let ops: usize = ops.parse().map_err(|_| format!("bad count {ops}"))?;
-    let op_thread = std::thread::spawn(move || operator(my, peer_ip, ops));
-    let reg = registrant(my, peer_ip, ops);
+    // The name says which implementation this side runs (`c_with_rs`, `rs_with_c`).
+    let c_notes_early = name.starts_with("c_");
+    let op_thread = std::thread::spawn(move || operator(my, peer_ip, ops, c_notes_early));
+    let reg = registrant(my, peer_ip, ops).map(|b| (b, 0));
     let op = op_thread
         .join()
         .unwrap_or_else(|_| Err("operator panicked".into()));
     for (role, res) in [("registrant", reg), ("operator", op)] {
+        let done = |early: usize| {
+            if early == 0 {
+                format!("{ops} operations")
+            } else {
+                format!("{ops} operations ({early} READs notified before their data landed)")
+            }
+        };
         let (obs, verdict) = match res {
-            Ok(b) if b.is_empty() => (format!("{ops} operations"), Ok(())),
-            Ok(b) => (format!("{ops} operations"), Err(b)),
+            Ok((b, early)) if b.is_empty() => (done(early), Ok(())),
+            Ok((b, early)) => (done(early), Err(b)),
             Err(e) => ("failed".to_string(), Err(e)),
         };
         r.check(&format!("ib_rdma_pair_{name}_{role}"), &obs, verdict);
