@@ -67,6 +67,9 @@ pub(super) struct PathQp {
     pub(super) rdma_out: Arc<Waiter>,
     /// The teardown gave up the QP's party of `rdma_out`.
     pub(super) rdma_settling: AtomicBool,
+    /// RDMA work requests posted and not completed yet (`rdma_out`'s parties, as a number):
+    /// on iWARP the message behind an operation waits until none is out (`send.rs`, `xmit`).
+    pub(super) rdma_wrs: AtomicU32,
     /// Lists the QP on its device (before `_token`: a path stops counting only after).
     _listed: QpListing,
     /// Counts the path on its device.
@@ -191,6 +194,7 @@ impl PathQp {
                 unsignaled: AtomicU32::new(0),
                 rdma_out,
                 rdma_settling: AtomicBool::new(false),
+                rdma_wrs: AtomicU32::new(0),
                 _listed: listed,
                 _token: token,
             }),

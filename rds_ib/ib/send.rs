@@ -114,6 +114,16 @@ impl PathQp {
         None
     }
 
+    /// Whether RDMA requests are out; if so, the next send completion kicks the connection
+    /// (asked for before the second look, so that a completion in between is not missed).
+    fn ops_out(&self) -> bool {
+        if self.rdma_wrs.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        self.waiting.store(true, Ordering::SeqCst);
+        self.rdma_wrs.load(Ordering::SeqCst) != 0
+    }
+
     /// Sends (more of) `msg`: each fragment a SEND of the header and at most 4 KiB; stops
     /// when the ring is full or the credits are out (a completion or a credit update kicks
     /// the connection).
@@ -145,6 +155,15 @@ impl PathQp {
         let done = u32::try_from(progress.sent).unwrap_or(total);
         if done >= total {
             return Ok(());
+        }
+        if done == 0 && msg.op.is_some() && self.dev.attrs.iwarp && self.ops_out() {
+            // iWARP: the message behind an operation goes once the operation's requests (and
+            // any before them) completed, instead of behind `SEND_FENCE`. siw's transmit
+            // thread, holding a fenced SEND, serves no READ request of its peer's (it queues
+            // the response for when it is free), so two ends that each had a READ out with a
+            // fenced SEND behind it waited for each other for ever. The last completion kicks
+            // the connection (`waiting`).
+            return Err(XmitError::Full);
         }
         let Some((pos, g)) = self.reserve(total - done) else {
             return Err(XmitError::Full);
@@ -194,12 +213,12 @@ impl PathQp {
                 _ => &hdr,
             };
             // The first SEND behind an RDMA read or an atomic (whose results the message
-            // announces), or a fenced operation, waits for it; on iWARP, behind a write too
-            // (which ends in a READ: `post_op`).
+            // announces), or a fenced operation, waits for it. On iWARP `xmit` waited for
+            // every operation (a write's too, which ends in a READ: `post_op`) before.
             let fence = frag == 0
+                && !self.dev.attrs.iwarp
                 && msg.op.as_deref().is_some_and(|op| {
                     op.fence
-                        || self.dev.attrs.iwarp
                         || matches!(
                             op.kind,
                             OpKind::Rdma { write: false, .. } | OpKind::Atomic { .. }
@@ -279,6 +298,8 @@ impl PathQp {
     fn sent(&self, conn: &Arc<Conn>, keeper: Option<Inflight>, status: WcStatus) {
         if matches!(keeper, Some(Inflight::Rdma { .. })) {
             self.rdma_out.arrive();
+            // `send_done` kicks a connection whose message waits for this (`waiting`).
+            self.rdma_wrs.fetch_sub(1, Ordering::SeqCst);
         }
         // The operation of a message completes with the SEND behind it (or, alone, its last
         // RDMA request); a failed request of its reports it (a flush: the reset does).

@@ -77,6 +77,16 @@ for soft in rxe siw; do
     # fence that is overdue, by the test build's ib_fence_expire, costs its connection).
     run_prog harness.tap "ib_free_race_${soft}" "$TESTS" ib-free-race 192.0.2.1 192.0.2.2 \
       "${soft}_v4" >> "$OUT/$f"
+    # RDMA both ways at once between two processes, each a registrant (RDS_CMSG_RDMA_MAP)
+    # and an operator for the other (rds-tests ib-rdma-pair, as in rdma-pair.sh against C):
+    # every READ's data there at its notification; on siw, with READs out at both ends, the
+    # message behind each (which waits for its operation) must not wait for the other's.
+    "$TESTS" ib-rdma-pair 192.0.2.1 192.0.2.2 "rs_${soft}_one" 200 > "$OUT/ib-pair-one-$soft.out" 2> "$OUT/ib-pair-one-$soft.err" &
+    pair_pid=$!
+    run_prog harness.tap "ib_rdma_pair_${soft}_two" "$TESTS" ib-rdma-pair 192.0.2.2 192.0.2.1 \
+      "rs_${soft}_two" 200 >> "$OUT/$f"
+    wait "$pair_pid" || tap harness.tap not "ib_rdma_pair_${soft}_one_exit" "rc=$?" "test program failed"
+    cat "$OUT/ib-pair-one-$soft.out" >> "$OUT/$f"
     # The connections stay up after their sockets are gone; unloading must take them down.
     if unload_rs; then tap $f ok "ib_${soft}_rmmod_with_connections" OK
     else tap $f not "ib_${soft}_rmmod_with_connections" failed "rmmod rds_rs failed"; fi
