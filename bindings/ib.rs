@@ -269,8 +269,8 @@ unsafe extern "C" fn rds_rs_ib_dev_remove(dev: *mut raw::ib_device, data: *mut c
     let _ = with_client(|c| unsafe { c.remove(Device { ptr }, data, &ctx) });
 }
 
-/// A protection domain; deallocated when dropped (after every QP and registration on it is
-/// gone).
+/// A protection domain, shared (`Arc<Pd>`) by what is made on it: each QP and registration
+/// holds it, so it is deallocated only after the last of them is gone.
 ///
 /// # Invariants
 ///
@@ -309,8 +309,8 @@ impl Pd {
 
 impl Drop for Pd {
     fn drop(&mut self) {
-        // SAFETY: Owned (type invariant); its users (QPs) are gone first by construction of
-        // the transport.
+        // SAFETY: Owned (type invariant); every QP and registration made on it holds a
+        // reference to it (`Qp`, `UserMr`, `IdleMr`, `FastMr`), so none is left.
         unsafe { raw::rds_rs_ib_dealloc_pd(self.ptr.as_ptr()) };
     }
 }
@@ -322,11 +322,12 @@ impl Drop for Pd {
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `ib_reg_user_mr` and is owned by this object; the PD it was made on
-/// outlives it (the safety contract of [`UserMr::register`]).
+/// `ptr` was returned by `ib_reg_user_mr` on `_pd` and is owned by this object.
 pub(crate) struct UserMr {
     ptr: NonNull<raw::ib_mr>,
     rkey: u32,
+    /// The PD it was made on, kept until after it is deregistered (fields drop after `drop`).
+    _pd: Arc<Pd>,
 }
 
 // SAFETY: A registration may be used and deregistered from any thread.
@@ -338,12 +339,9 @@ impl UserMr {
     /// Registers the calling process's `len` bytes at user address `start`, which peers
     /// address from `iova` on (its offset in a page must be `start`'s); peers may read them,
     /// and with `remote_write` also write them (and run atomics on them, when `atomics`).
-    ///
-    /// # Safety
-    ///
-    /// The caller drops the registration before `pd`, in process context.
-    pub(crate) unsafe fn register(
-        pd: &Pd,
+    /// Deregistering may sleep: the owner drops it in process context.
+    pub(crate) fn register(
+        pd: &Arc<Pd>,
         start: u64,
         len: u64,
         iova: u64,
@@ -367,8 +365,12 @@ impl UserMr {
             )
         })?;
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
-        // INVARIANT: registered just now; the caller keeps the PD alive for as long.
-        Ok(Self { ptr, rkey })
+        // INVARIANT: registered just now on `pd`, which it holds.
+        Ok(Self {
+            ptr,
+            rkey,
+            _pd: pd.clone(),
+        })
     }
 
     /// The r_key peers name the registration by.
@@ -379,7 +381,7 @@ impl UserMr {
 
 impl Drop for UserMr {
     fn drop(&mut self) {
-        // SAFETY: Owned, and its PD is still live (type invariant); the owner drops it in
+        // SAFETY: Owned, and its PD is live (held: type invariant); the owner drops it in
         // process context, where deregistering may sleep.
         let r = unsafe { raw::rds_rs_ib_dereg_mr(self.ptr.as_ptr()) };
         if r != 0 {
@@ -397,12 +399,13 @@ impl Drop for UserMr {
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `rds_rs_ib_frmr_map` and is owned by this object; the PD it was made
-/// on outlives it and the pages it maps stay pinned until it is dropped (the safety contract of
-/// [`FastMr::map`]).
+/// `ptr` was returned by `rds_rs_ib_frmr_map` on `_pd` and is owned by this object; the pages
+/// it maps stay pinned until it is dropped (the safety contract of [`FastMr::map`]).
 pub(crate) struct FastMr {
     ptr: NonNull<raw::rds_rs_frmr>,
     rkey: u32,
+    /// The PD it was made on, kept until after it is freed (fields drop after `drop`).
+    _pd: Arc<Pd>,
 }
 
 // SAFETY: The registration may be used and freed from any thread.
@@ -419,10 +422,10 @@ impl FastMr {
     ///
     /// # Safety
     ///
-    /// The caller drops the registration before `pd`, in process context, and keeps `pages`
-    /// pinned until it is dropped.
+    /// The caller keeps `pages` pinned until the registration is dropped (in process
+    /// context: freeing it sleeps).
     pub(crate) unsafe fn map(
-        pd: &Pd,
+        pd: &Arc<Pd>,
         pages: &PinnedPages,
         offset: usize,
         len: u64,
@@ -449,8 +452,12 @@ impl FastMr {
             )
         })?;
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
-        // INVARIANT: mapped just now; the caller keeps the PD and the pages.
-        Ok(Self { ptr, rkey })
+        // INVARIANT: mapped just now on `pd`, which it holds; the caller keeps the pages.
+        Ok(Self {
+            ptr,
+            rkey,
+            _pd: pd.clone(),
+        })
     }
 
     /// The r_key (and l_key) of the registration.
@@ -481,11 +488,13 @@ impl Drop for FastMr {
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `ib_alloc_mr` and is owned by this object; its PD outlives it (the
-/// safety contract of [`IdleMr::new`]).
+/// `ptr` was returned by `ib_alloc_mr` on `_pd` and is owned by this object; every QP a fence
+/// of it was posted on holds it until the QP is gone ([`Qp::post_fence`]).
 pub(crate) struct IdleMr {
     ptr: NonNull<raw::ib_mr>,
     rkey: u32,
+    /// The PD it was made on, kept until after it is freed (fields drop after `drop`).
+    _pd: Arc<Pd>,
 }
 
 // SAFETY: The MR is only freed (once, by its owner) and its key read (a copy).
@@ -494,20 +503,23 @@ unsafe impl Send for IdleMr {}
 unsafe impl Sync for IdleMr {}
 
 impl IdleMr {
-    /// A new idle MR on `pd`.
-    ///
-    /// # Safety
-    ///
-    /// The caller drops it before `pd`, in process context, and after every QP a fence of it
-    /// was posted on is drained.
-    pub(crate) unsafe fn new(pd: &Pd, _ctx: &ProcessCtx) -> Result<Self> {
+    /// A new idle MR on `pd`. Freeing it may sleep: the last holder drops it in process
+    /// context.
+    pub(crate) fn new(pd: &Arc<Pd>, _ctx: &ProcessCtx) -> Result<Arc<Self>> {
         let mut rkey = 0u32;
         // SAFETY: The PD is live (borrowed); `rkey` is valid for writes; allocating may sleep,
         // which `_ctx` allows.
         let p = from_err_ptr(unsafe { raw::rds_rs_ib_alloc_idle_mr(pd.ptr.as_ptr(), &mut rkey) })?;
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
-        // INVARIANT: allocated just now; the caller keeps the PD.
-        Ok(Self { ptr, rkey })
+        // INVARIANT: allocated just now on `pd`, which it holds; no fence names it yet.
+        Ok(Arc::new(
+            Self {
+                ptr,
+                rkey,
+                _pd: pd.clone(),
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     /// Its key.
@@ -518,8 +530,8 @@ impl IdleMr {
 
 impl Drop for IdleMr {
     fn drop(&mut self) {
-        // SAFETY: Owned, its PD is live (type invariant); the owner drops it in process
-        // context once no fence names it.
+        // SAFETY: Owned, its PD is live (held) and no QP that a fence of it was posted on is
+        // left (each holds it: type invariant); the last holder drops it in process context.
         unsafe { raw::rds_rs_ib_dereg_mr(self.ptr.as_ptr()) };
     }
 }
@@ -995,7 +1007,7 @@ impl<'a> CmIdRef<'a> {
     /// `qp_ctx` stays alive until the QP is destroyed.
     pub(crate) unsafe fn create_qp(
         self,
-        pd: &Pd,
+        pd: &Arc<Pd>,
         send_cq: &Cq,
         recv_cq: &Cq,
         caps: (u32, u32, u32),
@@ -1752,6 +1764,13 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     cqes: KVec<WrCqe>,
     /// The fence's waiter (the fence cqe's handler).
     fence: Arc<FenceSlot>,
+    /// The idle MR the last fence named ([`Qp::post_fence`]), kept while the QP lives (replaced
+    /// only in process context, by the next fence).
+    #[pin]
+    fence_mr: Mutex<Option<Arc<IdleMr>>>,
+    /// The PD the QP was made on, kept until after the QP is destroyed (fields drop after
+    /// `drop`).
+    _pd: Arc<Pd>,
     /// Orders [`Qp::fail`] before the QP's destruction.
     #[pin]
     life: Mutex<()>,
@@ -1793,7 +1812,7 @@ impl<K: SendSource + 'static> Qp<K> {
     pub(crate) fn new(
         idref: CmIdRef<'_>,
         id: Option<CmId>,
-        pd: &Pd,
+        pd: &Arc<Pd>,
         spec: &QpSpec,
         handler: Arc<dyn WcHandler>,
         events: QpEvents,
@@ -1854,6 +1873,8 @@ impl<K: SendSource + 'static> Qp<K> {
                 sink,
                 cqes,
                 fence,
+                fence_mr <- kernel::new_mutex!(None, "Qp::fence_mr"),
+                _pd: pd.clone(),
                 life <- kernel::new_mutex!((), "Qp::life"),
                 nsend: spec.nsend,
                 nrecv: spec.nrecv,
@@ -2178,8 +2199,18 @@ impl<K: SendSource + 'static> Qp<K> {
     /// closed (its shutdown may not have stopped it yet), the device's error otherwise (siw:
     /// `ENOTCONN` for a QP not in RTS, which is sending nothing), `EBUSY` while an earlier
     /// fence is out.
-    pub(crate) fn post_fence(&self, idle: &IdleMr, waiter: &Arc<Waiter>) -> Result {
+    pub(crate) fn post_fence(
+        &self,
+        idle: &Arc<IdleMr>,
+        waiter: &Arc<Waiter>,
+        _ctx: &ProcessCtx,
+    ) -> Result {
         let cqe = self.cqe(TAG_FENCE).ok_or(EINVAL)?;
+        // The QP holds the MR its fences name, from before the first is posted until it goes
+        // (`IdleMr`'s invariant). The one it held before (the same, in practice) goes here,
+        // in process context.
+        let old = self.fence_mr.lock().replace(idle.clone());
+        drop(old);
         let slots = self.slots.lock();
         if !slots.open {
             return Err(EPIPE);
@@ -2192,8 +2223,8 @@ impl<K: SendSource + 'static> Qp<K> {
         }
         // SAFETY: The QP exists while open (checked under the lock, type invariant) and the
         // cqe lives in this object, which drains the QP before it goes; the request names no
-        // memory, only the key of `idle`, an MR of the QP's PD that the caller keeps until
-        // the fence completed or the QP was drained (the contract of `IdleMr::new`).
+        // memory, only the key of `idle`, an MR of the QP's PD, which this object holds
+        // (`fence_mr`) until after the QP is destroyed.
         let r = unsafe { raw::rds_rs_ib_post_fence(self.id.as_ptr(), cqe.raw(), idle.rkey()) };
         to_result(r)?;
         waiter.add();

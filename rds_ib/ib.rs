@@ -178,9 +178,11 @@ pub(crate) struct IbDev {
     /// before it, so that it also goes first if the device is dropped unlisted). Lock order:
     /// after a registration's cell, before `pd` and a QP's `life`.
     #[pin]
-    idle: Mutex<Option<IdleMr>>,
+    idle: Mutex<Option<Arc<IdleMr>>>,
+    /// Held by every QP and registration made on it as well; `remove` drops this reference
+    /// once none is left.
     #[pin]
-    pd: Mutex<Option<Pd>>,
+    pd: Mutex<Option<Arc<Pd>>>,
     /// The registrations made on the device, by r_key (see [`IbMrReg`]); `remove` revokes
     /// those still there before the PD goes. Under `pd`'s lock when both are taken.
     #[pin]
@@ -219,13 +221,11 @@ impl IbClient for Client {
     type Data = Arc<IbDev>;
 
     fn add(&self, dev: Device, ctx: &ProcessCtx) -> Option<Arc<IbDev>> {
-        let pd = Pd::new(dev, ctx).ok()?;
+        let pd = Arc::new(Pd::new(dev, ctx).ok()?, GFP_KERNEL).ok()?;
         let lkey = pd.lkey();
         let attrs = dev.attrs();
         let idle = if attrs.iwarp {
-            // SAFETY: Dropped by `remove` before the PD, once every QP of the device (every
-            // QP a fence names it on) is gone.
-            Some(unsafe { IdleMr::new(&pd, ctx) }.ok()?)
+            Some(IdleMr::new(&pd, ctx).ok()?)
         } else {
             None
         };
@@ -302,8 +302,14 @@ impl IbClient for Client {
             revoked += 1;
         }
         drop(mrs);
-        let pd = pd.take();
-        drop(pd);
+        // Every QP and registration on the device is gone, so this is the PD's last reference,
+        // and the PD is deallocated before the device's removal goes on. Said loudly if not
+        // (the PD would go with its last holder, after the device's removal).
+        if let Some(pd) = pd.take() {
+            if Arc::into_unique_or_drop(pd).is_none() {
+                pr_err!("the PD of a removed RDMA device is still in use\n");
+            }
+        }
         drop(svc);
         if revoked != 0 {
             pr_info!(

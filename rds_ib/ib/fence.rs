@@ -42,7 +42,7 @@ pub(super) fn fence_device(dev: &IbDev, ctx: &ProcessCtx) {
     // Fences are posted under `idle`, held until every one of them completed: no QP has
     // another's out (`EBUSY`), and one that is pending below is this round's.
     for (q, _) in qps.iter() {
-        match q.post_fence(idle, &waiter) {
+        match q.post_fence(idle, &waiter, ctx) {
             Ok(()) => stats::inc(Stat::RsIbMrFence),
             Err(e) if e == crate::bindings::net::enotconn() => {}
             Err(_) => q.fail(ctx),

@@ -483,10 +483,9 @@ pub(super) fn register(
     let mr = {
         let pd = dev.pd.lock();
         let pd = pd.as_ref().ok_or(ENODEV)?;
-        // SAFETY: The PD goes only after the device's removal took the service lock, which is
-        // held until the registration is dropped (failure) or listed in `dev.mrs` (below),
-        // which the removal revokes before the PD goes. The pages are the registration's,
-        // kept pinned by its owner until after the registration is dropped (`IbMrReg`).
+        // SAFETY: The pages are the registration's, kept pinned by its owner until after the
+        // registration is dropped (`IbMrReg` drops its pages last; the device's removal drops
+        // the registration while the owner still holds them).
         unsafe { FastMr::map(pd, &pages.pages, offset, len, iova, ctx)? }
     };
     // One more try on a new connection if the first one turns out broken.

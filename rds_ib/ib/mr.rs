@@ -147,20 +147,17 @@ impl MrOps for IbTransport {
         } else {
             let pd = dev.pd.lock();
             let pd = pd.as_ref().ok_or(ENODEV)?;
-            // SAFETY: `cell` (listed by the device below, under the PD's lock) gets the MR: device
-            // removal deregisters it before the PD goes, else `IbMrReg`'s drop does, in process
-            // context, while the device and its PD live.
-            let mr = unsafe {
-                UserMr::register(
-                    pd,
-                    req.addr,
-                    req.len,
-                    u64::from(region.offset),
-                    req.remote_write,
-                    dev.attrs.atomics,
-                    ctx,
-                )?
-            };
+            // `cell` (listed by the device below, under the PD's lock) gets the MR: the device's
+            // removal revokes it, else `IbMrReg`'s drop deregisters it, in process context.
+            let mr = UserMr::register(
+                pd,
+                req.addr,
+                req.len,
+                u64::from(region.offset),
+                req.remote_write,
+                dev.attrs.atomics,
+                ctx,
+            )?;
             let mr = DevMr::User(mr);
             let rkey = mr.rkey();
             *cell.lock() = Some(mr);

@@ -161,7 +161,7 @@ impl PathQp {
         let handler: Arc<dyn WcHandler> = path;
         let qp = {
             let pd = dev.pd.lock();
-            let pd: &Pd = pd.as_ref().ok_or(ENODEV)?;
+            let pd: &Arc<Pd> = pd.as_ref().ok_or(ENODEV)?;
             Qp::new(id, None, pd, &spec, handler, events, ctx)?
         };
         let listed = match QpListing::new(&dev, &qp) {
