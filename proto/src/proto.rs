@@ -53,6 +53,8 @@ mod rdma;
 mod seq;
 #[path = "stack.rs"]
 mod stack;
+#[path = "tcp.rs"]
+mod tcp;
 
 pub use abi::{
     AF_RDS, RDS_CANCEL_SENT_TO, RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST,
@@ -143,3 +145,7 @@ pub use seq::{
     MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };
 pub use stack::SpareStack;
+pub use tcp::{
+    jhash_1word, mpath_of, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep, MPATH_MAX,
+    RDS_TCP_PORT,
+};

@@ -1,0 +1,228 @@
+//! RDS over TCP (issue 20), the parts that are pure logic: the framing of the byte stream,
+//! the rule of who connects, the settling of sent messages by TCP's acknowledged sequence,
+//! and the multipath hash.
+//!
+//! C counterparts (Linux 6.12): `rds_tcp_data_recv` (`tcp_recv.c`: the stream reassembled
+//! into headers and payloads across segment boundaries), `rds_tcp_is_acked` (`tcp_send.c`),
+//! `rds_addr_cmp` as `rds_tcp_conn_path_connect` and `rds_queue_reconnect` use it (only the
+//! smaller address connects), and `RDS_MPATH_HASH` (`rds.h`, `jhash_1word`).
+//!
+//! The stream is an `rds_header` (48 bytes) and then `h_len` bytes of payload, message after
+//! message, with nothing between them. [`StreamRx`] takes the bytes as TCP hands them over, in
+//! pieces of any size, and says for each piece what it holds: part of a header, a complete
+//! header (checked), or payload bytes of the current message, and when a message ends. It
+//! keeps at most one header (48 bytes): the payload is the caller's to place (straight into
+//! the message's pages), so a peer can make it hold nothing more. Where rds-rs is stricter
+//! than C: an `h_len` above 1 MiB (`RDS_MAX_MSG_SIZE`) is refused at the header, before any
+//! payload is taken (C never checks it and keeps reading); the caller drops the connection.
+
+use super::frame::MAX_FRAME_LEN;
+use super::header::{Header, HEADER_LEN};
+
+/// The TCP port RDS listens on (`RDS_TCP_PORT`), the same number as RDS/IB's IPv6 port.
+pub const RDS_TCP_PORT: u16 = 16385;
+
+/// The most paths of one connection (`RDS_MPATH_WORKERS`).
+pub const MPATH_MAX: u32 = 8;
+
+/// Why the stream cannot go on (the caller drops the connection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamError {
+    /// A header's `h_len` is above [`MAX_FRAME_LEN`].
+    TooLong(u32),
+}
+
+/// What the start of a piece of the stream holds ([`StreamRx::next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamStep {
+    /// The first `used` bytes completed no header yet (they are kept).
+    HeaderPart {
+        /// Bytes taken.
+        used: usize,
+    },
+    /// The first `used` bytes completed this header; its payload follows (none if its
+    /// `h_len` is 0: then the message is complete too).
+    Header {
+        /// Bytes taken.
+        used: usize,
+        /// The header (as it came: `h_csum` is not checked here).
+        header: Header,
+        /// Its 48 bytes as they came.
+        bytes: [u8; HEADER_LEN],
+        /// The message has no payload: it is complete.
+        complete: bool,
+    },
+    /// The first `used` bytes are payload of the current message, starting at `offset` in
+    /// it; `complete` when they are its last.
+    Payload {
+        /// Bytes taken.
+        used: usize,
+        /// Where in the message's payload they go.
+        offset: u32,
+        /// They end the message.
+        complete: bool,
+    },
+}
+
+/// Where the receive side of a stream is (C: `tc_tinc`, `tc_tinc_hdr_rem`,
+/// `tc_tinc_data_rem`).
+///
+/// # Invariants
+///
+/// In `Header`, `got < HEADER_LEN`; in `Payload`, `offset < len` and `len <= MAX_FRAME_LEN`.
+#[derive(Clone, Copy, Debug)]
+enum RxState {
+    Header { buf: [u8; HEADER_LEN], got: usize },
+    Payload { len: u32, offset: u32 },
+}
+
+/// The receive side of an RDS/TCP stream: bytes in, headers and payload ranges out.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamRx {
+    state: RxState,
+}
+
+impl Default for StreamRx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StreamRx {
+    /// At the start of a stream (a new connection).
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            state: RxState::Header {
+                buf: [0; HEADER_LEN],
+                got: 0,
+            },
+        }
+    }
+
+    /// Whether the stream is between two messages (nothing of the next one taken yet).
+    #[must_use]
+    pub fn at_boundary(&self) -> bool {
+        matches!(self.state, RxState::Header { got: 0, .. })
+    }
+
+    /// What the start of `data` holds; the caller goes on with `data[used..]`. Takes at least
+    /// one byte of a non-empty `data` unless it fails.
+    ///
+    /// # Errors
+    ///
+    /// [`StreamError`] when a header is refused; the stream cannot go on.
+    pub fn next(&mut self, data: &[u8]) -> Result<StreamStep, StreamError> {
+        match &mut self.state {
+            RxState::Header { buf, got } => {
+                let want = HEADER_LEN.saturating_sub(*got);
+                let n = want.min(data.len());
+                // `got + n <= HEADER_LEN` (the invariant, and `n <= want`).
+                let end = got.saturating_add(n);
+                // A copy by `zip` (the lengths are equal): `copy_from_slice`'s length check
+                // ends in a panic function the kernel's objtool does not know as `noreturn`.
+                if let (Some(dst), Some(src)) = (buf.get_mut(*got..end), data.get(..n)) {
+                    for (d, s) in dst.iter_mut().zip(src) {
+                        *d = *s;
+                    }
+                }
+                *got = end;
+                if *got < HEADER_LEN {
+                    return Ok(StreamStep::HeaderPart { used: n });
+                }
+                let bytes = *buf;
+                let header = Header::from_bytes(&bytes);
+                if header.len > MAX_FRAME_LEN {
+                    return Err(StreamError::TooLong(header.len));
+                }
+                let complete = header.len == 0;
+                self.state = if complete {
+                    Self::new().state
+                } else {
+                    RxState::Payload {
+                        len: header.len,
+                        offset: 0,
+                    }
+                };
+                Ok(StreamStep::Header {
+                    used: n,
+                    header,
+                    bytes,
+                    complete,
+                })
+            }
+            RxState::Payload { len, offset } => {
+                let left = len.saturating_sub(*offset);
+                let n = u32::try_from(data.len()).unwrap_or(u32::MAX).min(left);
+                let at = *offset;
+                // `offset + n <= len` (`n <= left`).
+                *offset = offset.saturating_add(n);
+                let complete = *offset >= *len;
+                if complete {
+                    self.state = Self::new().state;
+                }
+                Ok(StreamStep::Payload {
+                    used: n as usize,
+                    offset: at,
+                    complete,
+                })
+            }
+        }
+    }
+}
+
+/// Whether a sent message that ended at stream sequence `end` (TCP's sequence number just
+/// past its last byte) is acknowledged once TCP's `snd_una` is `una`: `una` is at or past
+/// `end`, in TCP's modulo-2^32 order (C: `rds_tcp_is_acked`, `!before(una, end)`). Valid
+/// while the two are less than 2^31 apart, as TCP keeps them.
+#[must_use]
+pub fn tcp_acked(end: u32, una: u32) -> bool {
+    // `before(una, end)` is `(una - end) as i32 < 0`.
+    una.wrapping_sub(end) < 1 << 31
+}
+
+/// Whether this end connects (is TCP's client) for a connection from `laddr` to `faddr`:
+/// the smaller address does (C: `rds_addr_cmp(laddr, faddr) < 0`, the 16 bytes of the
+/// IPv6 or v4-mapped address in order); the larger one only accepts.
+#[must_use]
+pub fn tcp_connects(laddr: &super::addr::Addr, faddr: &super::addr::Addr) -> bool {
+    laddr < faddr
+}
+
+/// The Linux kernel's `jhash_1word(a, initval)` (Bob Jenkins' lookup3 final mix of one
+/// word), which `RDS_MPATH_HASH` applies to a socket's bound port.
+#[must_use]
+pub fn jhash_1word(a: u32, initval: u32) -> u32 {
+    // JHASH_INITVAL, plus the length in bytes (4) as `jhash_3words` adds it (`initval + 12`
+    // for three words, `__jhash_nwords(a, 0, 0, initval + JHASH_INITVAL + (1 << 2))`).
+    const JHASH_INITVAL: u32 = 0xdead_beef;
+    let base = JHASH_INITVAL.wrapping_add(initval).wrapping_add(1 << 2);
+    let (mut a, mut b, mut c) = (a.wrapping_add(base), base, base);
+    // __jhash_final(a, b, c)
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(14));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(11));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(25));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(16));
+    a ^= c;
+    a = a.wrapping_sub(c.rotate_left(4));
+    b ^= a;
+    b = b.wrapping_sub(a.rotate_left(14));
+    c ^= b;
+    c = c.wrapping_sub(b.rotate_left(24));
+    c
+}
+
+/// The path of a connection with `npaths` paths (a power of two, at most [`MPATH_MAX`]) that
+/// a socket bound to `port` sends on, with `seed` its random seed (C: `RDS_MPATH_HASH`,
+/// `jhash_1word(port, seed) & (npaths - 1)`). One path (or none negotiated yet): path 0.
+#[must_use]
+pub fn mpath_of(port: u16, seed: u32, npaths: u32) -> u32 {
+    if npaths <= 1 {
+        return 0;
+    }
+    jhash_1word(u32::from(port), seed) & npaths.min(MPATH_MAX).saturating_sub(1)
+}

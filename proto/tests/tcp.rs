@@ -1,0 +1,240 @@
+//! RDS over TCP's pure logic: the stream's framing, TCP's acknowledged sequence, who connects,
+//! and the multipath hash.
+
+use proptest::prelude::*;
+use rds_proto::{
+    jhash_1word, mpath_of, tcp_acked, tcp_connects, Addr, Header, StreamError, StreamRx,
+    StreamStep, HEADER_LEN, MPATH_MAX,
+};
+
+/// A message on the stream: a header with `h_len` = `payload.len()`, then the payload.
+fn frame(seq: u64, payload: &[u8]) -> Vec<u8> {
+    let h = Header {
+        sequence: seq,
+        len: payload.len() as u32,
+        sport: 4000,
+        dport: 4001,
+        ..Header::default()
+    };
+    let mut v = h.encode().to_vec();
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Messages as a receiver rebuilds them: each one's header sequence and payload.
+type Msgs = Vec<(u64, Vec<u8>)>;
+
+/// What a receiver rebuilds from `stream` fed in pieces of the sizes `cuts` (cycled): each
+/// message's header sequence and payload, and whether the stream ended between messages.
+fn receive(stream: &[u8], cuts: &[usize]) -> Result<(Msgs, bool), StreamError> {
+    let mut rx = StreamRx::new();
+    let mut out = Vec::new();
+    let mut cur: Option<(u64, Vec<u8>)> = None;
+    let mut at = 0;
+    let mut k = 0;
+    while at < stream.len() {
+        let n = cuts[k % cuts.len()].max(1).min(stream.len() - at);
+        k += 1;
+        let mut piece = &stream[at..at + n];
+        at += n;
+        while !piece.is_empty() {
+            let step = rx.next(piece)?;
+            let used = match step {
+                StreamStep::HeaderPart { used } => used,
+                StreamStep::Header {
+                    used,
+                    header,
+                    bytes,
+                    complete,
+                } => {
+                    assert_eq!(Header::from_bytes(&bytes), header);
+                    if complete {
+                        out.push((header.sequence, Vec::new()));
+                    } else {
+                        cur = Some((header.sequence, Vec::new()));
+                    }
+                    used
+                }
+                StreamStep::Payload {
+                    used,
+                    offset,
+                    complete,
+                } => {
+                    let (_, p) = cur.as_mut().expect("payload without a header");
+                    assert_eq!(offset as usize, p.len(), "payload out of order");
+                    p.extend_from_slice(&piece[..used]);
+                    if complete {
+                        out.push(cur.take().unwrap());
+                    }
+                    used
+                }
+            };
+            assert!(used > 0 && used <= piece.len());
+            piece = &piece[used..];
+        }
+    }
+    Ok((out, rx.at_boundary()))
+}
+
+#[test]
+fn one_message_whole_and_byte_by_byte() {
+    let s = frame(7, b"hello");
+    for cuts in [vec![s.len()], vec![1], vec![47, 1, 5], vec![48], vec![50]] {
+        let (msgs, end) = receive(&s, &cuts).unwrap();
+        assert_eq!(msgs, vec![(7, b"hello".to_vec())]);
+        assert!(end);
+    }
+}
+
+#[test]
+fn empty_message_completes_at_its_header() {
+    let mut s = frame(1, b"");
+    s.extend(frame(2, b"x"));
+    let (msgs, end) = receive(&s, &[HEADER_LEN]).unwrap();
+    assert_eq!(msgs, vec![(1, vec![]), (2, b"x".to_vec())]);
+    assert!(end);
+}
+
+#[test]
+fn partial_header_is_kept_and_not_a_boundary() {
+    let s = frame(3, b"abc");
+    let mut rx = StreamRx::new();
+    assert!(rx.at_boundary());
+    assert_eq!(rx.next(&s[..10]), Ok(StreamStep::HeaderPart { used: 10 }));
+    assert!(!rx.at_boundary());
+    match rx.next(&s[10..]) {
+        Ok(StreamStep::Header {
+            used: 38,
+            complete: false,
+            header,
+            ..
+        }) => assert_eq!(header.len, 3),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        rx.next(&s[48..]),
+        Ok(StreamStep::Payload {
+            used: 3,
+            offset: 0,
+            complete: true
+        })
+    );
+    assert!(rx.at_boundary());
+}
+
+#[test]
+fn too_long_is_refused_at_the_header() {
+    let h = Header {
+        len: (1 << 20) + 1,
+        ..Header::default()
+    };
+    let mut rx = StreamRx::new();
+    assert_eq!(
+        rx.next(&h.encode()),
+        Err(StreamError::TooLong((1 << 20) + 1))
+    );
+    // 1 MiB exactly is fine.
+    let h = Header {
+        len: 1 << 20,
+        ..Header::default()
+    };
+    let mut rx = StreamRx::new();
+    assert!(matches!(
+        rx.next(&h.encode()),
+        Ok(StreamStep::Header {
+            complete: false,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn acked_follows_tcp_order_across_the_wrap() {
+    assert!(tcp_acked(100, 100));
+    assert!(tcp_acked(100, 101));
+    assert!(!tcp_acked(100, 99));
+    // Across 2^32.
+    assert!(tcp_acked(u32::MAX - 5, 10));
+    assert!(!tcp_acked(10, u32::MAX - 5));
+    assert!(tcp_acked(0, 0x7fff_ffff));
+    assert!(!tcp_acked(0, 0x8000_0000));
+}
+
+#[test]
+fn smaller_address_connects() {
+    let a = Addr::from_v4([10, 0, 0, 1]);
+    let b = Addr::from_v4([10, 0, 0, 2]);
+    assert!(tcp_connects(&a, &b));
+    assert!(!tcp_connects(&b, &a));
+    assert!(!tcp_connects(&a, &a));
+}
+
+#[test]
+fn jhash_matches_the_kernel() {
+    // Values of include/linux/jhash.h's jhash_1word, computed with its definitions.
+    for (a, init, want) in [
+        (0, 0, 0x0493_96b8),
+        (1, 0, 0x72a8_2a9b),
+        (4000, 0, 0xca59_0529),
+        (4000, 0x1234_5678, 0x586e_0665),
+        (65535, 0xffff_ffff, 0x855e_a287),
+        (16385, 42, 0x181c_ccec),
+    ] {
+        assert_eq!(jhash_1word(a, init), want, "jhash_1word({a}, {init:#x})");
+    }
+}
+
+#[test]
+fn mpath_in_range_and_zero_without_paths() {
+    for port in [0u16, 1, 4000, 65535] {
+        assert_eq!(mpath_of(port, 99, 0), 0);
+        assert_eq!(mpath_of(port, 99, 1), 0);
+        for n in [2, 4, 8, 16] {
+            assert!(mpath_of(port, 99, n) < n.min(MPATH_MAX));
+        }
+    }
+    assert_eq!(mpath_of(4000, 0, 8), 0xca59_0529 & 7);
+}
+
+proptest! {
+    /// Any cutting of a stream of messages gives back the same messages, in order, and ends
+    /// between messages.
+    #[test]
+    fn any_cutting_gives_the_same_messages(
+        payloads in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..8),
+        cuts in prop::collection::vec(1usize..100, 1..10),
+    ) {
+        let mut s = Vec::new();
+        let mut want = Vec::new();
+        for (i, p) in payloads.iter().enumerate() {
+            s.extend(frame(i as u64, p));
+            want.push((i as u64, p.clone()));
+        }
+        let (got, end) = receive(&s, &cuts).unwrap();
+        prop_assert_eq!(got, want);
+        prop_assert!(end);
+    }
+
+    /// Arbitrary bytes never panic and never take more than given; a refusal is only for a
+    /// length over 1 MiB.
+    #[test]
+    fn garbage_is_taken_or_refused(data in prop::collection::vec(any::<u8>(), 0..2000), cut in 1usize..200) {
+        let mut rx = StreamRx::new();
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            let piece = &rest[..cut.min(rest.len())];
+            match rx.next(piece) {
+                Ok(StreamStep::HeaderPart { used })
+                | Ok(StreamStep::Header { used, .. })
+                | Ok(StreamStep::Payload { used, .. }) => {
+                    prop_assert!(used > 0 && used <= piece.len());
+                    rest = &rest[used..];
+                }
+                Err(StreamError::TooLong(n)) => {
+                    prop_assert!(n > 1 << 20);
+                    break;
+                }
+            }
+        }
+    }
+}
