@@ -17,6 +17,8 @@
  *                    built the QP, before it installs it (widens the window of a teardown)
  *   ib_request_delay_ms the IB transport's handler of a connection request sleeps this long
  *                      before it looks at the request (both ends' requests leave first);
+ *   ib_fence_hold_ms   an iWARP device's fence work sleeps this long before its fence round
+ *                    (a slow fence: deregistrations must not wait for it)
  *   ib_accept_delay_ms the IB transport's accept sleeps this long after it built the QP,
  *                    before it publishes the path (widens the window of a destroy)
  *   ib_established_delay_ms  the IB transport's ESTABLISHED handler sleeps this long before
@@ -49,6 +51,7 @@ static u32 rds_rs_ib_service_break_val;
 static u32 rds_rs_ib_route_delay_ms_val;
 static u32 rds_rs_ib_accept_delay_ms_val;
 static u32 rds_rs_ib_request_delay_ms_val;
+static u32 rds_rs_ib_fence_hold_ms_val;
 static u32 rds_rs_ib_established_delay_ms_val;
 static u32 rds_rs_ib_fence_expire_val;
 static u32 rds_rs_guess_refill_hold_val;
@@ -98,6 +101,11 @@ u32 rds_rs_test_ib_fence_expire(void)
 u32 rds_rs_test_ib_route_delay_ms(void)
 {
 	return READ_ONCE(rds_rs_ib_route_delay_ms_val);
+}
+
+u32 rds_rs_test_ib_fence_hold_ms(void)
+{
+	return READ_ONCE(rds_rs_ib_fence_hold_ms_val);
 }
 
 u32 rds_rs_test_ib_request_delay_ms(void)
@@ -189,6 +197,8 @@ int rds_rs_testhooks_init(void)
 			   &rds_rs_ib_accept_delay_ms_val);
 	debugfs_create_u32("ib_request_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_request_delay_ms_val);
+	debugfs_create_u32("ib_fence_hold_ms", 0600, rds_rs_test_dir,
+			   &rds_rs_ib_fence_hold_ms_val);
 	debugfs_create_u32("ib_established_delay_ms", 0600, rds_rs_test_dir,
 			   &rds_rs_ib_established_delay_ms_val);
 	debugfs_create_u32("ib_fence_expire", 0600, rds_rs_test_dir,

@@ -24,6 +24,7 @@ u32 rds_rs_test_ib_service_break(void);
 u32 rds_rs_test_ib_route_delay_ms(void);
 u32 rds_rs_test_ib_accept_delay_ms(void);
 u32 rds_rs_test_ib_request_delay_ms(void);
+u32 rds_rs_test_ib_fence_hold_ms(void);
 u32 rds_rs_test_ib_established_delay_ms(void);
 /* Nonzero once: the next fences after a deregistration on iWARP are treated as overdue. */
 u32 rds_rs_test_ib_fence_expire(void);

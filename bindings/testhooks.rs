@@ -191,6 +191,12 @@ mod imp {
         unsafe { raw::rds_rs_test_ib_request_delay_ms() }
     }
 
+    /// `ib_fence_hold_ms`.
+    pub(crate) fn ib_fence_hold_ms() -> u32 {
+        // SAFETY: The helper reads a static variable.
+        unsafe { raw::rds_rs_test_ib_fence_hold_ms() }
+    }
+
     /// `ib_established_delay_ms`.
     pub(crate) fn ib_established_delay_ms() -> u32 {
         // SAFETY: The helper reads a static variable.
@@ -266,6 +272,11 @@ mod imp {
 
     /// `ib_request_delay_ms` (off in the production build).
     pub(crate) fn ib_request_delay_ms() -> u32 {
+        0
+    }
+
+    /// `ib_fence_hold_ms` (off in the production build).
+    pub(crate) fn ib_fence_hold_ms() -> u32 {
         0
     }
 

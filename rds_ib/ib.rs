@@ -59,9 +59,12 @@
 //! | `IbDev::service` | mutex | none |
 //! | `frwr::SvcState::inner` | mutex | `IbDev::service` |
 //! | `mr::IbMr::cell` (`mr::RevocableMr`) | mutex | `IbDev::service` |
-//! | `IbDev::idle` | mutex | `IbMr::cell` |
+//! | `IbDev::fence_run` | mutex | none |
+//! | `IbDev::unfenced` | mutex | `IbMr::cell`, `IbDev::fence_run` |
+//! | `IbDev::idle` | mutex | `IbMr::cell`, `IbDev::fence_run` |
 //! | `IbDev::pd`, `IbDev::mrs` | mutex | `IbDev::service`, `IbDev::idle` |
 //! | a QP's `life` (`bindings/ib.rs`) | mutex | `IbDev::idle` |
+//! | a QP's `fence_mr` (`bindings/ib.rs`) | mutex | `IbDev::idle` |
 //! | `conn::Path::pending` | mutex | none |
 //! | `IbConn::path`, `Path::qpr`, `Path::prev` | BH spinlock | `Path::pending` |
 //! | `qp::PathQp::ring`, `PathQp::rx`, `recv::PagePool::spares` | BH spinlock | none |
@@ -75,6 +78,7 @@ use crate::bindings::ib::{
 };
 use crate::bindings::net::NetId;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{impl_work_item, new_process_work, Work};
 use crate::conn::{Conn, ConnKey};
 use crate::proto::{Addr, Stat, RDS_IB_PORT, RDS_IB_PORT6, RDS_TRANS_IB};
 use crate::rdma::{OpKind, RdmaOp};
@@ -200,7 +204,23 @@ pub(crate) struct IbDev {
     paths: Arc<Waiter>,
     /// The device is going away: no new path.
     removing: AtomicBool,
+    /// iWARP: deregistered fast registrations waiting for a fence round of the device before
+    /// their pages go (`fence::Unfenced`; `None` once `remove` took them: later ones are
+    /// fenced by their owner). Lock order: after a registration's cell, inside `fence_run`.
+    #[pin]
+    unfenced: Mutex<Option<KVec<fence::Unfenced>>>,
+    /// Held by the fence work while it fences a batch, and by `remove` while it takes the
+    /// batch left. Lock order: before `IbDev::idle`.
+    #[pin]
+    fence_run: Mutex<()>,
+    /// The fence work (`fence::run_batch`), queued on the core's work queue.
+    #[pin]
+    fence_work: Work<IbDev, 0>,
+    /// The core's shared state (its work queue, for `fence_work`).
+    shared: Arc<Shared>,
 }
+
+impl_work_item!(IbDev, 0, fence_work, fence::run_batch);
 
 impl IbDev {
     /// Whether the device executes the atomic request `wr`: atomics at all, and the masked
@@ -242,6 +262,10 @@ impl IbClient for Client {
                 qps <- new_spinlock_bh!(RBTree::new(), "IbDev::qps"),
                 paths,
                 removing: AtomicBool::new(false),
+                unfenced <- new_mutex!(Some(KVec::new()), "IbDev::unfenced"),
+                fence_run <- new_mutex!((), "IbDev::fence_run"),
+                fence_work <- new_process_work!("IbDev::fence_work"),
+                shared: self.shared.clone(),
             }),
             GFP_KERNEL,
         )
@@ -281,6 +305,9 @@ impl IbClient for Client {
                 pr_warn!("still waiting for connections on a removed RDMA device\n");
             }
         }
+        // iWARP: deregistrations waiting for a fence go now (no QP is left to fence; a batch
+        // being fenced finishes first); later ones are fenced by their owners.
+        fence::drain(&data);
         // iWARP: the service connection goes (a registration in progress finishes first; later
         // ones see `removing`).
         let mut svc = data.service.lock();

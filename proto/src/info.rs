@@ -905,7 +905,7 @@ macro_rules! stats {
 }
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 32;
+pub const STAT_COUNT: usize = 36 + 39 + 33;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1146,6 +1146,9 @@ stats! {
     /// peer was in progress (both ends connected at once, and this end's address is the
     /// larger: it yields, and its own connect is dropped; see `yields_connect`).
     RsIbConnectYielded => "rs_ib_connect_yielded",
+    /// rds-rs: fence rounds of an iWARP device's fence work, each for every registration
+    /// deregistered on the device since the last (`rs_ib_mr_fence` counts the QPs fenced).
+    RsIbMrFenceRound => "rs_ib_mr_fence_rounds",
 }
 
 impl Stat {

@@ -6,18 +6,106 @@
 //! C counterpart: none (C 6.12 ignores iWARP devices; `Documentation/rdma.md`, "Registrations
 //! on iWARP", says why siw needs it).
 //!
-//! [`fence_device`], called by a deregistration ([`super::mr`]), and `listed_qps`, the QPs
-//! listed on the device (`IbDev::qps`, by [`super::qp`]).
+//! - [`fence_later`]: a deregistration ([`super::mr`]) hands its deregistered registration and
+//!   pages ([`Unfenced`]) to its device and returns; the device's fence work ([`run_batch`])
+//!   fences every QP of the device once for all the registrations handed over meanwhile, then
+//!   lets them go. So `RDS_FREE_MR` and the other deferred drops never wait for a fence, a slow
+//!   fence on one device holds up nothing of another, and a socket closing with many
+//!   registrations pays one fence round, not one each.
+//! - [`fence_device`], one fence round, and `listed_qps`, the QPs listed on the device
+//!   (`IbDev::qps`, by [`super::qp`]).
+//! - [`drain`]: the device's removal lets go of what waits (no QP is left).
 
 use super::send::Inflight;
 use super::{IbDev, FENCE_MS};
-use crate::bindings::ib::{Qp, Waiter};
+use crate::bindings::ib::{FastMr, Qp, Waiter};
 use crate::bindings::sync::ProcessCtx;
-use crate::bindings::sys;
+use crate::bindings::sys::{self, Work};
 use crate::bindings::testhooks;
 use crate::proto::Stat;
+use crate::rdma::RegPages;
 use crate::stats;
 use kernel::{prelude::*, sync::Arc};
+
+/// A deregistered fast registration and its pages, which a READ RESPONSE that started before
+/// the deregistration may still be reading: kept mapped and pinned until a fence round of the
+/// device is over. Dropping it unmaps (the MR goes first: fields drop in order), then unpins.
+pub(super) struct Unfenced {
+    _mr: FastMr,
+    _pages: RegPages,
+}
+
+impl Unfenced {
+    pub(super) fn new(mr: FastMr, pages: RegPages) -> Self {
+        Self {
+            _mr: mr,
+            _pages: pages,
+        }
+    }
+}
+
+/// Hands `item` to `dev`'s fence work (process context), which lets it go after the device's
+/// next fence round. After the device's removal took the batch (no QP is left), or without
+/// memory to keep it, it is fenced here and let go at once.
+pub(super) fn fence_later(dev: &Arc<IbDev>, item: Unfenced, ctx: &ProcessCtx) {
+    let left = {
+        let mut batch = dev.unfenced.lock();
+        match batch.as_mut() {
+            Some(v) => {
+                if v.reserve(1, GFP_KERNEL).is_ok() {
+                    // Room was reserved: `push` neither allocates nor drops the item.
+                    let _ = v.push(item, GFP_KERNEL);
+                    None
+                } else {
+                    Some(item)
+                }
+            }
+            None => Some(item),
+        }
+    };
+    match left {
+        None => {
+            // Already pending: that run takes this one too.
+            Work::<IbDev, 0>::queue(&dev.shared.wq, dev.clone());
+        }
+        Some(item) => {
+            fence_device(dev, ctx);
+            drop(item);
+        }
+    }
+}
+
+/// The fence work of a device: one fence round for every registration handed over since the
+/// last (`IbDev::unfenced`), then they go.
+pub(super) fn run_batch(dev: Arc<IbDev>, ctx: &ProcessCtx) {
+    let _run = dev.fence_run.lock();
+    // The test build's knob: a slow round (as if a QP took that long to answer); what is
+    // handed over meanwhile joins this round.
+    let hold = testhooks::ib_fence_hold_ms();
+    if hold > 0 {
+        sys::sleep_ms(hold, ctx);
+    }
+    let batch = dev
+        .unfenced
+        .lock()
+        .as_mut()
+        .map(|v| core::mem::replace(v, KVec::new()));
+    let Some(batch) = batch.filter(|b| !b.is_empty()) else {
+        return;
+    };
+    stats::inc(Stat::RsIbMrFenceRound);
+    fence_device(&dev, ctx);
+    drop(batch);
+}
+
+/// The device's removal, once no QP is left on it: what waits for a fence goes now (a batch
+/// being fenced finishes first), and later deregistrations are fenced by their owners.
+pub(super) fn drain(dev: &IbDev) {
+    let run = dev.fence_run.lock();
+    let left = dev.unfenced.lock().take();
+    drop(left);
+    drop(run);
+}
 
 /// Waits (process context) until every QP of the iWARP device `dev` is past the work it had
 /// started: a fence on each ([`Qp::post_fence`]). A fence completes after everything queued

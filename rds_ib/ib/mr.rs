@@ -10,7 +10,7 @@
 //! core keeps) and [`IbMrReg`] (what dropping it undoes: on iWARP with a fence,
 //! [`super::fence`]), and `MrOps for IbTransport`, which makes them.
 
-use super::fence::fence_device;
+use super::fence::{fence_later, Unfenced};
 use super::frwr;
 use super::{IbDev, IbTransport, MR_8K_PAGES};
 use crate::bindings::ib::{FastMr, UserMr};
@@ -84,29 +84,42 @@ struct IbMrReg {
 
 impl DropInProcess for IbMrReg {
     fn end(self, ctx: &ProcessCtx) {
-        let listed = self.dev.mrs.lock().remove(&self.rkey);
+        let IbMrReg {
+            dev,
+            rkey,
+            small,
+            cell,
+            _pages: pages,
+        } = self;
+        let listed = dev.mrs.lock().remove(&rkey);
         drop(listed);
         // Deregistered here, under the cell's lock (so that the device's removal, which takes
-        // it before the PD goes, waits for the deregistration); the pages are unpinned after,
-        // when `_pages` goes.
-        let mut cell = self.cell.lock();
-        let mut mr = cell.take();
+        // it before the PD goes, waits for the deregistration); the pages are unpinned after.
+        let mut cell = cell.lock();
+        let mr = cell.take();
         if mr.is_some() {
             stats::inc(Stat::RsIbMrDeregistered);
         }
-        if let Some(DevMr::Fast(f)) = &mut mr {
-            // iWARP (siw) looks a registration up once per READ RESPONSE: one that started
-            // before the deregistration goes on reading the pages. They stay mapped and
-            // pinned until every QP of the device is past what it was doing.
-            f.deregister(ctx);
-            fence_device(&self.dev, ctx);
-        }
-        stats::inc(if self.small {
+        stats::inc(if small {
             Stat::IbRdmaMr8kFree
         } else {
             Stat::IbRdmaMr1mFree
         });
-        drop(mr);
+        match mr {
+            Some(DevMr::Fast(mut f)) => {
+                // iWARP (siw) looks a registration up once per READ RESPONSE: one that started
+                // before the deregistration goes on reading the pages. Unreachable from here
+                // (what `RDS_FREE_MR` promises), they stay mapped and pinned until every QP of
+                // the device is past what it was doing: the device's next fence round, which
+                // does not hold up this deregistration, or any other.
+                f.deregister(ctx);
+                fence_later(&dev, Unfenced::new(f, pages), ctx);
+            }
+            other => {
+                drop(other);
+                drop(pages);
+            }
+        }
         drop(cell);
     }
 }

@@ -282,3 +282,78 @@ pub(crate) fn revoke(r: &mut Report, args: &[&str]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// `rds-tests ib-slow-fence A B` (rds_rs, siw, both addresses in this host, each on its own
+/// device): deregistrations do not wait for a device's fence round, and those made while one
+/// is held back share the next. A socket on each address (a connection between them, so that
+/// each device has QPs to fence); with every fence round held back 3 s (the test build's
+/// `ib_fence_hold_ms`), three registrations of A's socket and one of B's are freed one after
+/// another: each `RDS_FREE_MR` returns within 1 s, and the fence rounds that follow are two,
+/// one per device (`rs_ib_mr_fence_rounds`), within 10 s.
+pub(crate) fn slow_fence(r: &mut Report, args: &[&str]) -> Result<(), String> {
+    let [a, b] = args else {
+        return Err("usage: rds-tests ib-slow-fence A B".into());
+    };
+    let a: IpAddr = a.parse().map_err(|_| format!("bad address {a}"))?;
+    let b: IpAddr = b.parse().map_err(|_| format!("bad address {b}"))?;
+    let (aa, ba) = (SocketAddr::new(a, 4730), SocketAddr::new(b, 4731));
+    let (sa, sb) = (socket(aa)?, socket(ba)?);
+    // The connection: one message, waited for.
+    sa.send_to(b"up", ba).map_err(|e| format!("send: {e}"))?;
+    let mut buf = [0u8; 16];
+    let t0 = std::time::Instant::now();
+    loop {
+        match sb.recv_msg(&mut buf, 0, libc::MSG_DONTWAIT) {
+            Ok(_) => break,
+            Err(_) if t0.elapsed() < std::time::Duration::from_secs(60) => {
+                let _ = sb.poll(libc::POLLIN, std::time::Duration::from_millis(200));
+            }
+            Err(e) => return Err(format!("the first message never came: {e}")),
+        }
+    }
+    let mem = RdmaMem::new(4 * 4096).map_err(|e| format!("mmap: {e}"))?;
+    let mut cookies = Vec::new();
+    for (s, i) in [(&sa, 0), (&sa, 1), (&sa, 2), (&sb, 3)] {
+        let c = s
+            .get_mr(mem.at(i * 4096), 4096, RDS_RDMA_READWRITE)
+            .map_err(|e| format!("RDS_GET_MR {i}: {e}"))?;
+        cookies.push((s, c));
+    }
+    let rounds0 = counter(&sa, "rs_ib_mr_fence_rounds")?;
+    let hold = crate::faults::Knob::set("ib_fence_hold_ms", 3000)?;
+    let mut slowest = std::time::Duration::ZERO;
+    let mut failed = Vec::new();
+    for (i, (s, c)) in cookies.iter().enumerate() {
+        let t = std::time::Instant::now();
+        if let Err(e) = s.free_mr(*c, 0) {
+            failed.push(format!("free {i}: {e}"));
+        }
+        slowest = slowest.max(t.elapsed());
+    }
+    // Both rounds: held 3 s each (one per device, side by side), then fenced.
+    let t1 = std::time::Instant::now();
+    let mut rounds = 0;
+    while t1.elapsed() < std::time::Duration::from_secs(10) {
+        rounds = counter(&sa, "rs_ib_mr_fence_rounds")? - rounds0;
+        if rounds >= 2 && t1.elapsed() > std::time::Duration::from_secs(4) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(hold);
+    let obs = format!(
+        "4 frees: slowest {} ms, fence rounds {rounds}",
+        slowest.as_millis()
+    );
+    let verdict = if !failed.is_empty() {
+        Err(failed.join("; "))
+    } else if slowest >= std::time::Duration::from_secs(1) {
+        Err("a free waited for the held fence round".into())
+    } else if rounds != 2 {
+        Err("expected 2 fence rounds: the three frees on A's device in one, B's in another".into())
+    } else {
+        Ok(())
+    };
+    r.check("ib_siw_slow_fence", &obs, verdict);
+    Ok(())
+}

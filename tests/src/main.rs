@@ -295,6 +295,7 @@ fn main() -> ExitCode {
         ["ib-bad", rest @ ..] => ib_bad::run(rest),
         ["ib-mr", rest @ ..] => ib_mr::run(&mut report, rest),
         ["ib-mr-revoke", rest @ ..] => ib_mr::revoke(&mut report, rest),
+        ["ib-slow-fence", rest @ ..] => ib_mr::slow_fence(&mut report, rest),
         ["ib-rdma", rest @ ..] => rdma::ib_run(&mut report, rest),
         ["ib-rdma-pair", rest @ ..] => ib_rdma_pair::run(&mut report, rest),
         ["ib-rdma-flood", rest @ ..] => rdma::ib_flood(&mut report, rest),
