@@ -341,20 +341,21 @@ impl WcHandler for Path {
         // back: the resources go with the QP.
         let Some(q) = self.qpr() else { return };
         let slot = tag & !TAG_KIND;
+        let live = !self.dead.load(Ordering::Acquire);
         match tag & TAG_KIND {
-            TAG_SEND => q.send_done(&self.conn, slot, wc),
+            TAG_SEND => q.send_done(&self.conn, slot, wc, live),
             // Frames of an incarnation that is going are not delivered: a newer one may
             // already have delivered their retransmissions, and they would come again (an
             // original is not marked RETRANSMITTED, so the sequence check lets it through).
             // The peer resends them, unacknowledged, after the reset that comes with it.
-            TAG_RECV => q.recv_done(&self.conn, slot, wc, !self.dead.load(Ordering::Acquire)),
+            TAG_RECV => q.recv_done(&self.conn, slot, wc, live),
             TAG_ACK => {
                 q.qp.complete_ack();
                 q.ack_busy.store(false, Ordering::Release);
                 if wc.status == WcStatus::Success {
                     // Another ack may have been asked for while this one was out.
                     q.attempt_ack(&self.conn);
-                } else {
+                } else if live {
                     wc_failed(&self.conn, wc.status, Stat::IbAckSendFailure);
                 }
             }

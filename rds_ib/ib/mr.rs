@@ -91,11 +91,13 @@ impl DropInProcess for IbMrReg {
             cell,
             _pages: pages,
         } = self;
+        // Deregistered here, under the cell's lock, taken before the registration leaves the
+        // device's list: the device's removal either finds it listed and waits for this on the
+        // cell's lock before the PD goes, or finds the cell empty. (Lock order: the cell,
+        // then `mrs`.) The pages are unpinned after.
+        let mut cell = cell.lock();
         let listed = dev.mrs.lock().remove(&rkey);
         drop(listed);
-        // Deregistered here, under the cell's lock (so that the device's removal, which takes
-        // it before the PD goes, waits for the deregistration); the pages are unpinned after.
-        let mut cell = cell.lock();
         let mr = cell.take();
         if mr.is_some() {
             stats::inc(Stat::RsIbMrDeregistered);

@@ -46,7 +46,11 @@ impl PathQp {
             // Paired with the fence after `connect_complete` (`ESTABLISHED`): a flush that
             // comes before the connection is up is caught there.
             fence(Ordering::SeqCst);
-            wc_failed(conn, wc.status, Stat::RsIbRecvError);
+            // A retired path's failure (a connect that yielded, whose QP the peer's reject
+            // moved to the error state) is not the connection's.
+            if live {
+                wc_failed(conn, wc.status, Stat::RsIbRecvError);
+            }
             return;
         }
         if !live {

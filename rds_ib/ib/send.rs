@@ -20,7 +20,9 @@ use crate::bindings::ib::{
 };
 use crate::conn::Conn;
 use crate::message::{Frag, Message};
-use crate::proto::{frag_count, Grab, Header, Stat, HEADER_LEN, MAX_ADV_CREDIT, RDS_RDMA_SUCCESS};
+use crate::proto::{
+    frag_count, Grab, Header, Stat, HEADER_LEN, MAX_ADV_CREDIT, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+};
 use crate::rdma::OpKind;
 use crate::send;
 use crate::stats;
@@ -267,7 +269,9 @@ impl PathQp {
     /// A signaled send-side request completed (softirq context): so did every request posted
     /// before it on the ring (a send queue completes in order; a flushed queue reports every
     /// request, signaled or not). Their slots are freed and what they kept is handed back.
-    pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc) {
+    /// `live`: the QP's path is still the connection's (a failure of a retired one, such as a
+    /// connect that yielded to the peer's, does not drop the connection).
+    pub(super) fn send_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool) {
         let (oldest, n) = {
             let ring = self.ring.lock();
             (ring.oldest(), ring.completed(slot))
@@ -283,7 +287,9 @@ impl PathQp {
         self.ring.lock().free(n);
         self.sent(conn, keeper, wc.status);
         if wc.status != WcStatus::Success {
-            wc_failed(conn, wc.status, Stat::RsIbSendError);
+            if live {
+                wc_failed(conn, wc.status, Stat::RsIbSendError);
+            }
             return;
         }
         if self.waiting.swap(false, Ordering::AcqRel) {
@@ -302,7 +308,10 @@ impl PathQp {
             self.rdma_wrs.fetch_sub(1, Ordering::SeqCst);
         }
         // The operation of a message completes with the SEND behind it (or, alone, its last
-        // RDMA request); a failed request of its reports it (a flush: the reset does).
+        // RDMA request); a failed request of its reports it. A flush of the request that
+        // completes it reports it dropped: the reset does so too for a message still
+        // unacknowledged, but one the peer's ack settled is left to this report
+        // (`send::WaitingOp`).
         match &keeper {
             Some(Inflight::Send { msg, last: true })
             | Some(Inflight::Rdma {
@@ -310,6 +319,13 @@ impl PathQp {
                 completes: true,
             }) if status == WcStatus::Success && msg.op.is_some() => {
                 send::op_complete(msg, RDS_RDMA_SUCCESS);
+            }
+            Some(Inflight::Send { msg, last: true })
+            | Some(Inflight::Rdma {
+                msg,
+                completes: true,
+            }) if status == WcStatus::WrFlushErr && msg.op.is_some() => {
+                send::op_complete(msg, RDS_RDMA_DROPPED);
             }
             Some(Inflight::Send { msg, .. }) | Some(Inflight::Rdma { msg, .. })
                 if status != WcStatus::Success
