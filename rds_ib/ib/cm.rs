@@ -220,14 +220,12 @@ impl Listener {
         }
         drop(pending);
         if yielded.is_some() {
-            // Our own connect, replaced: its id and QP go now, in process context outside the
-            // cm handlers (their destruction waits for this handler's work queue); the
-            // connection stays `Connecting` with this incarnation. Without the memory for that,
-            // the connection goes down and starts over, as below.
+            // Our own connect, replaced: its id and QP go now, in the core's work queue outside
+            // the cm handlers (their destruction waits for this handler's work queue); the
+            // connection stays `Connecting` with this incarnation.
             stats::inc(Stat::RsIbConnectYielded);
-            if path.drop_prev_later(ctx).is_ok() {
-                return Ok(());
-            }
+            path.drop_prev_later();
+            return Ok(());
         }
         if replaced {
             // A previous incarnation the shutdown work has not torn down yet (an active

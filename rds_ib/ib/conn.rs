@@ -19,7 +19,8 @@ use crate::bindings::ib::{
     CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, WcStatus, TAG_ACK, TAG_KIND, TAG_RECV,
     TAG_SEND,
 };
-use crate::bindings::sync::{new_spinlock_bh, DropInProcess, ProcessCtx, ProcessDrop, SpinLockBh};
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{impl_work_item, new_process_work, Work};
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
 use crate::proto::{yields_connect, ConnState, Stat, MAX_MR_PAGES, RDS_IB_PORT, RDS_IB_PORT6};
@@ -180,7 +181,12 @@ pub(super) struct Path {
     /// Lock order: after [`IbConn`]'s `path`.
     #[pin]
     pub(super) prev: SpinLockBh<Option<Arc<Path>>>,
+    /// Takes `prev` down ([`Path::drop_prev_later`]).
+    #[pin]
+    prev_work: Work<Path, 0>,
 }
+
+impl_work_item!(Path, 0, prev_work, Path::prev_teardown);
 
 impl Path {
     pub(super) fn new(conn: Arc<Conn>, active: bool) -> Result<Arc<Self>> {
@@ -194,6 +200,7 @@ impl Path {
                 qpr <- new_spinlock_bh!(None, "Path::qpr"),
                 version: AtomicU16::new(0),
                 prev <- new_spinlock_bh!(None, "Path::prev"),
+                prev_work <- new_process_work!("Path::prev_work"),
             }),
             GFP_KERNEL_ACCOUNT,
         )
@@ -262,14 +269,21 @@ impl Path {
         }
     }
 
-    /// Takes the incarnation this one replaced (`prev`) down later, in process context outside
-    /// the cm handlers: what a passive accept that took over our own connect does (see
-    /// `yields_connect`), since destroying the old id in a cm handler could wait for the
-    /// handler's own work queue. A shutdown of this path first takes it down with this one.
-    pub(super) fn drop_prev_later(self: &Arc<Self>, ctx: &ProcessCtx) -> Result {
-        let later = ProcessDrop::new(PrevTeardown(self.clone()), GFP_KERNEL, ctx)?;
-        drop(later);
-        Ok(())
+    /// Takes the incarnation this one replaced (`prev`) down later, in the work `prev_work`
+    /// on the core's work queue, outside the cm handlers: what a passive accept that took over
+    /// our own connect does (see `yields_connect`), since destroying the old id in a cm
+    /// handler could wait for the handler's own work queue. A shutdown of this path first
+    /// takes it down with this one.
+    pub(super) fn drop_prev_later(self: &Arc<Self>) {
+        Work::<Path, 0>::queue(&self.conn.shared.wq, self.clone());
+    }
+
+    /// The work of [`Path::drop_prev_later`].
+    fn prev_teardown(this: Arc<Self>, ctx: &ProcessCtx) {
+        let prev = this.prev.lock().take();
+        if let Some(p) = prev {
+            p.teardown(ctx);
+        }
     }
 
     /// Builds the QP and its resources on the id's device and posts the receives (in the id's
@@ -303,18 +317,6 @@ impl Path {
     pub(super) fn me(&self) -> Option<Arc<Path>> {
         let cur = self.ic()?.current()?;
         core::ptr::eq(&*cur, self).then_some(cur)
-    }
-}
-
-/// The teardown of a path's `prev`, in process context ([`Path::drop_prev_later`]).
-struct PrevTeardown(Arc<Path>);
-
-impl DropInProcess for PrevTeardown {
-    fn end(self, ctx: &ProcessCtx) {
-        let prev = self.0.prev.lock().take();
-        if let Some(p) = prev {
-            p.teardown(ctx);
-        }
     }
 }
 
