@@ -198,21 +198,18 @@ pub fn jhash_1word(a: u32, initval: u32) -> u32 {
     const JHASH_INITVAL: u32 = 0xdead_beef;
     let base = JHASH_INITVAL.wrapping_add(initval).wrapping_add(1 << 2);
     let (mut a, mut b, mut c) = (a.wrapping_add(base), base, base);
-    // __jhash_final(a, b, c)
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(14));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(11));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(25));
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(16));
-    a ^= c;
-    a = a.wrapping_sub(c.rotate_left(4));
-    b ^= a;
-    b = b.wrapping_sub(a.rotate_left(14));
-    c ^= b;
-    c = c.wrapping_sub(b.rotate_left(24));
+    // __jhash_final(a, b, c): seven steps `x ^= y; x -= rol32(y, r)`.
+    fn step(x: &mut u32, y: u32, r: u32) {
+        *x ^= y;
+        *x = x.wrapping_sub(y.rotate_left(r));
+    }
+    step(&mut c, b, 14);
+    step(&mut a, c, 11);
+    step(&mut b, a, 25);
+    step(&mut c, b, 16);
+    step(&mut a, c, 4);
+    step(&mut b, a, 14);
+    step(&mut c, b, 24);
     c
 }
 

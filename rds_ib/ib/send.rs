@@ -317,15 +317,15 @@ impl PathQp {
             | Some(Inflight::Rdma {
                 msg,
                 completes: true,
-            }) if status == WcStatus::Success && msg.op.is_some() => {
-                send::op_complete(msg, RDS_RDMA_SUCCESS);
-            }
-            Some(Inflight::Send { msg, last: true })
-            | Some(Inflight::Rdma {
-                msg,
-                completes: true,
-            }) if status == WcStatus::WrFlushErr && msg.op.is_some() => {
-                send::op_complete(msg, RDS_RDMA_DROPPED);
+            }) if msg.op.is_some()
+                && matches!(status, WcStatus::Success | WcStatus::WrFlushErr) =>
+            {
+                let st = if status == WcStatus::Success {
+                    RDS_RDMA_SUCCESS
+                } else {
+                    RDS_RDMA_DROPPED
+                };
+                send::op_complete(msg, st);
             }
             Some(Inflight::Send { msg, .. }) | Some(Inflight::Rdma { msg, .. })
                 if status != WcStatus::Success
