@@ -436,10 +436,10 @@ impl FastMr {
         let n = u32::try_from(raw_pages.len()).map_err(|_| EINVAL)?;
         let off = u32::try_from(offset).map_err(|_| EINVAL)?;
         let mut rkey = 0u32;
-        // SAFETY: The PD is live (borrowed); `raw_pages` holds `n` pinned pages, which the
-        // caller keeps pinned for as long as the registration maps them; `rkey` is valid for
-        // writes. Allocating and mapping may sleep, which `_ctx` allows. The helper only reads
-        // the page array (`cast_mut` for its C signature).
+        // Allocating and mapping may sleep, which `_ctx` allows; the helper only reads the page
+        // array (`cast_mut` is for its C signature).
+        // SAFETY: `pd` is live (borrowed); `raw_pages` holds `n` pages the caller keeps pinned
+        // while the registration maps them (this function's contract); `rkey` is writable.
         let p = from_err_ptr(unsafe {
             raw::rds_rs_ib_frmr_map(
                 pd.ptr.as_ptr(),
@@ -1985,10 +1985,10 @@ impl<K: SendSource + 'static> Qp<K> {
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
         self.send_hdrs.write(off, hdr)?;
-        // SAFETY: The QP exists while open (type invariant), checked under the lock that
-        // `close` takes; the cqe lives in this object, which drains the QP before it goes; the
-        // header buffer and the data mapping stay until the completion (the data in the slot,
-        // stored below under the same lock, before any completion can take it).
+        // The data mapping goes into the slot below, under the same lock, before any completion
+        // can take it; `close` takes that lock too.
+        // SAFETY: The QP exists while open (type invariant, checked under the lock); the cqe,
+        // the header buffer and the data mapping outlive the request (the QP is drained first).
         let r = unsafe {
             self.idref().post_send(
                 cqe,
@@ -2221,10 +2221,9 @@ impl<K: SendSource + 'static> Qp<K> {
         if f.is_some() {
             return Err(EBUSY);
         }
-        // SAFETY: The QP exists while open (checked under the lock, type invariant) and the
-        // cqe lives in this object, which drains the QP before it goes; the request names no
-        // memory, only the key of `idle`, an MR of the QP's PD, which this object holds
-        // (`fence_mr`) until after the QP is destroyed.
+        // The request names no memory, only the key of `idle`, an MR of the QP's PD.
+        // SAFETY: The QP exists while open (type invariant, checked under the lock); the cqe
+        // lives in this object, which drains the QP first, and so does `idle` (`fence_mr`).
         let r = unsafe { raw::rds_rs_ib_post_fence(self.id.as_ptr(), cqe.raw(), idle.rkey()) };
         to_result(r)?;
         waiter.add();
