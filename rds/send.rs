@@ -29,7 +29,7 @@ use crate::proto::{
     RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, Notifier, RdmaOp, SendRdma, Tracker};
-use crate::socket::{addr_error, Rds, RdsSocket};
+use crate::socket::{addr_error, Rds, RdsSocket, SockData};
 use crate::stats;
 use core::sync::atomic::Ordering;
 use kernel::{
@@ -437,6 +437,27 @@ fn due(notify: bool, recverr: bool, status: i32) -> bool {
     notify || (recverr && status != RDS_RDMA_SUCCESS && status != RDS_RDMA_CANCELED)
 }
 
+/// Operation `id` to `dest` completed with `status`, under its sender's data lock (`d`): its id
+/// completes (raising the high-water mark for the destination), and when a notification is
+/// `due` the one in `notifier` is queued (taken from it; otherwise it stays there, for the
+/// caller to drop outside the lock).
+fn op_completed_locked(
+    d: &mut SockData,
+    dest: &(Addr, u16),
+    id: u64,
+    notifier: &mut Option<ListArc<Notifier>>,
+    due: bool,
+    status: i32,
+) {
+    d.trackers.complete(dest, id);
+    if due {
+        if let Some(n) = notifier.take() {
+            n.status.store(status, Ordering::Relaxed);
+            d.notify_queue.push_back(n);
+        }
+    }
+}
+
 /// An operation whose message the peer's ack settled before the transport reported the
 /// operation itself complete. The peer acks the message behind an RDMA READ once it has sent
 /// the READ's responses, but the READ's data may not be in the sender's memory yet: a soft
@@ -466,15 +487,9 @@ impl WaitingOp {
         let s = self.sock.state();
         let unused = {
             let mut d = s.data.lock();
-            d.trackers.complete(&self.dest, self.id);
-            match self.notifier.take() {
-                Some(n) if due(self.notify, self.recverr, status) => {
-                    n.status.store(status, Ordering::Relaxed);
-                    d.notify_queue.push_back(n);
-                    None
-                }
-                other => other,
-            }
+            let due = due(self.notify, self.recverr, status);
+            op_completed_locked(&mut d, &self.dest, self.id, &mut self.notifier, due, status);
+            self.notifier.take()
         };
         self.sock.wake();
         drop(unused);
@@ -515,14 +530,15 @@ pub(crate) fn op_complete(msg: &Message, status: i32) {
         let sock = o.sock.as_ref()?;
         let s = sock.state();
         let mut d = s.data.lock();
-        d.trackers.complete(&(msg.daddr, msg.dport), op.id());
-        if notification_due(op, status) {
-            if let Some(n) = o.notifier.take() {
-                n.status
-                    .store(status, core::sync::atomic::Ordering::Relaxed);
-                d.notify_queue.push_back(n);
-            }
-        }
+        let due = notification_due(op, status);
+        op_completed_locked(
+            &mut d,
+            &(msg.daddr, msg.dport),
+            op.id(),
+            &mut o.notifier,
+            due,
+            status,
+        );
         Some(sock.clone())
     });
     if let Some(sock) = woke {
@@ -588,21 +604,19 @@ fn settle(msg: &Message, status: i32, notify: bool) -> bool {
         if snd_bytes == 0 {
             stats::inc(Stat::SendQueueEmpty);
         }
-        match &msg.op {
-            Some(op) if !op_done => {
-                d.trackers.complete(&(msg.daddr, msg.dport), op.id());
-                match notifier {
-                    Some(n) if notify && notification_due(op, status) => {
-                        n.status
-                            .store(status, core::sync::atomic::Ordering::Relaxed);
-                        d.notify_queue.push_back(n);
-                        None
-                    }
-                    other => other,
-                }
-            }
-            _ => notifier,
+        let mut notifier = notifier;
+        if let Some(op) = msg.op.as_deref().filter(|_| !op_done) {
+            let due = notify && notification_due(op, status);
+            op_completed_locked(
+                &mut d,
+                &(msg.daddr, msg.dport),
+                op.id(),
+                &mut notifier,
+                due,
+                status,
+            );
         }
+        notifier
     };
     sock.wake();
     drop(unused);
