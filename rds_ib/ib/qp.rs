@@ -116,6 +116,18 @@ impl Drop for PathCountGuard {
 }
 
 impl PathQp {
+    /// An RDMA work request is about to be posted: counted in `rdma_out` and `rdma_wrs`.
+    pub(super) fn rdma_started(&self) {
+        self.rdma_out.add();
+        self.rdma_wrs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// An RDMA work request completed (or was not posted after all): counted off both.
+    pub(super) fn rdma_ended(&self) {
+        self.rdma_out.arrive();
+        self.rdma_wrs.fetch_sub(1, Ordering::SeqCst);
+    }
+
     pub(super) fn new(
         path: Arc<Path>,
         id: CmIdRef<'_>,

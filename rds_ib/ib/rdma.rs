@@ -179,8 +179,7 @@ impl PathQp {
                 completes: alone && k + 1 == want,
             };
             // Counted before it is posted: its completion (softirq) may come at once.
-            self.rdma_out.add();
-            self.rdma_wrs.fetch_add(1, Ordering::SeqCst);
+            self.rdma_started();
             let posted = if placed && k + 1 == want {
                 self.qp.post_fence_read(
                     (pos + k) % nslots,
@@ -208,8 +207,7 @@ impl PathQp {
                     })
             };
             if posted.is_err() {
-                self.rdma_out.arrive();
-                self.rdma_wrs.fetch_sub(1, Ordering::SeqCst);
+                self.rdma_ended();
                 // The QP is going (or failed): the rest of the slots go back, and the reset
                 // reports the operation dropped (it is never sent again).
                 self.ring.lock().unalloc(want - k);

@@ -303,9 +303,8 @@ impl PathQp {
     /// is not taken in softirq context).
     fn sent(&self, conn: &Arc<Conn>, keeper: Option<Inflight>, status: WcStatus) {
         if matches!(keeper, Some(Inflight::Rdma { .. })) {
-            self.rdma_out.arrive();
             // `send_done` kicks a connection whose message waits for this (`waiting`).
-            self.rdma_wrs.fetch_sub(1, Ordering::SeqCst);
+            self.rdma_ended();
         }
         // The operation of a message completes with the SEND behind it (or, alone, its last
         // RDMA request); a failed request of its reports it. A flush of the request that

@@ -300,16 +300,8 @@ pub(crate) fn slow_fence(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let (sa, sb) = (socket(aa)?, socket(ba)?);
     // The connection: one message, waited for.
     sa.send_to(b"up", ba).map_err(|e| format!("send: {e}"))?;
-    let mut buf = [0u8; 16];
-    let t0 = std::time::Instant::now();
-    loop {
-        match sb.recv_msg(&mut buf, 0, libc::MSG_DONTWAIT) {
-            Ok(_) => break,
-            Err(_) if t0.elapsed() < std::time::Duration::from_secs(60) => {
-                let _ = sb.poll(libc::POLLIN, std::time::Duration::from_millis(200));
-            }
-            Err(e) => return Err(format!("the first message never came: {e}")),
-        }
+    if !crate::util::wait_msg_for(&sb, std::time::Duration::from_secs(60)) {
+        return Err("the first message never came".into());
     }
     let mem = RdmaMem::new(4 * 4096).map_err(|e| format!("mmap: {e}"))?;
     let mut cookies = Vec::new();

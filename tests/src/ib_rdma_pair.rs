@@ -52,25 +52,20 @@ fn sock(addr: SocketAddr) -> Result<RdsSocket, String> {
 }
 
 /// The next message with a payload on `s` within `wait`: payload and RDMA_DEST cookie.
+/// Notifications, and the empty messages behind reads, are not answers.
 fn next_msg(s: &RdsSocket, wait: Duration) -> Result<(Vec<u8>, Option<u64>), String> {
     let t0 = Instant::now();
-    let mut buf = vec![0u8; 4096];
     loop {
-        match s.recv_msg(&mut buf, 256, libc::MSG_DONTWAIT) {
-            // Notifications, and the empty messages behind reads, are not answers.
-            Ok(m) if m.len == 0 => continue,
-            Ok(m) => {
-                let cookie = m.cmsgs.iter().find_map(|c| c.rdma_dest());
-                return Ok((buf[..m.len].to_vec(), cookie));
-            }
-            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+        match next_note(s)? {
+            Some(Got::Msg(m)) => return Ok(m),
+            Some(Got::Note(_)) => continue,
+            None => {
                 let left = wait.saturating_sub(t0.elapsed());
                 if left.is_zero() {
                     return Err("timed out".into());
                 }
                 let _ = s.poll(libc::POLLIN, left.min(Duration::from_millis(200)));
             }
-            Err(e) => return Err(format!("recvmsg: {}", err_name(&e))),
         }
     }
 }
