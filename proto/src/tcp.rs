@@ -151,9 +151,34 @@ impl StreamRx {
                     complete,
                 })
             }
+            RxState::Payload { .. } => Ok(self.payload_step(data.len())),
+        }
+    }
+
+    /// How many bytes of a header are still missing (0 while a payload is being taken).
+    #[must_use]
+    pub fn header_missing(&self) -> usize {
+        match self.state {
+            RxState::Header { got, .. } => HEADER_LEN.saturating_sub(got),
+            RxState::Payload { .. } => 0,
+        }
+    }
+
+    /// [`StreamRx::next`] for `avail` bytes of payload that the caller places itself (it need
+    /// not read them first): `None` unless a payload is being taken.
+    pub fn next_payload(&mut self, avail: usize) -> Option<StreamStep> {
+        match self.state {
+            RxState::Payload { .. } => Some(self.payload_step(avail)),
+            RxState::Header { .. } => None,
+        }
+    }
+
+    fn payload_step(&mut self, avail: usize) -> StreamStep {
+        match &mut self.state {
+            RxState::Header { .. } => StreamStep::HeaderPart { used: 0 },
             RxState::Payload { len, offset } => {
                 let left = len.saturating_sub(*offset);
-                let n = u32::try_from(data.len()).unwrap_or(u32::MAX).min(left);
+                let n = u32::try_from(avail).unwrap_or(u32::MAX).min(left);
                 let at = *offset;
                 // `offset + n <= len` (`n <= left`).
                 *offset = offset.saturating_add(n);
@@ -161,11 +186,11 @@ impl StreamRx {
                 if complete {
                     self.state = Self::new().state;
                 }
-                Ok(StreamStep::Payload {
+                StreamStep::Payload {
                     used: n as usize,
                     offset: at,
                     complete,
-                })
+                }
             }
         }
     }

@@ -238,3 +238,111 @@ proptest! {
         }
     }
 }
+
+/// A receiver that places payloads itself (as the kernel does, from skbs into pages): it
+/// reads only header bytes, at most `header_missing()` at a time, and advances over payload
+/// with `next_payload` without handing the bytes over; it rebuilds the same messages.
+fn receive_placing(stream: &[u8], cuts: &[usize]) -> Result<(Msgs, bool), StreamError> {
+    let mut rx = StreamRx::new();
+    let mut out = Vec::new();
+    let mut cur: Option<(u64, Vec<u8>, usize)> = None;
+    let mut at = 0;
+    let mut k = 0;
+    while at < stream.len() {
+        let n = cuts[k % cuts.len()].max(1).min(stream.len() - at);
+        k += 1;
+        let end = at + n;
+        while at < end {
+            let missing = rx.header_missing();
+            if missing > 0 {
+                assert!(cur.is_none());
+                let take = missing.min(end - at);
+                match rx.next(&stream[at..at + take])? {
+                    StreamStep::HeaderPart { used } => at += used,
+                    StreamStep::Header {
+                        used,
+                        header,
+                        complete,
+                        ..
+                    } => {
+                        at += used;
+                        if complete {
+                            out.push((header.sequence, Vec::new()));
+                        } else {
+                            cur = Some((header.sequence, Vec::new(), header.len as usize));
+                        }
+                    }
+                    StreamStep::Payload { .. } => panic!("payload while a header is missing"),
+                }
+            } else {
+                let step = rx.next_payload(end - at).expect("in a payload");
+                let StreamStep::Payload {
+                    used,
+                    offset,
+                    complete,
+                } = step
+                else {
+                    panic!("next_payload gave {step:?}");
+                };
+                let (seq, mut data, len) = cur.take().expect("a message in progress");
+                assert_eq!(offset as usize, data.len());
+                data.extend_from_slice(&stream[at..at + used]);
+                at += used;
+                assert_eq!(complete, data.len() == len);
+                if complete {
+                    out.push((seq, data));
+                } else {
+                    cur = Some((seq, data, len));
+                }
+            }
+        }
+    }
+    Ok((out, rx.at_boundary() && cur.is_none()))
+}
+
+#[test]
+fn placing_receiver_between_messages() {
+    let rx = StreamRx::new();
+    assert_eq!(rx.header_missing(), HEADER_LEN);
+    let mut rx = rx;
+    assert_eq!(rx.next_payload(10), None);
+    // A whole header with a payload: then no header bytes are missing.
+    let f = frame(1, &[7; 10]);
+    assert!(matches!(
+        rx.next(&f[..HEADER_LEN]),
+        Ok(StreamStep::Header {
+            complete: false,
+            ..
+        })
+    ));
+    assert_eq!(rx.header_missing(), 0);
+    assert_eq!(
+        rx.next_payload(100),
+        Some(StreamStep::Payload {
+            used: 10,
+            offset: 0,
+            complete: true
+        })
+    );
+    assert_eq!(rx.header_missing(), HEADER_LEN);
+}
+
+proptest! {
+    #[test]
+    fn placing_receiver_rebuilds_messages(
+        payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..8),
+        cuts in proptest::collection::vec(1usize..200, 1..6),
+    ) {
+        let mut stream = Vec::new();
+        for (i, p) in payloads.iter().enumerate() {
+            stream.extend_from_slice(&frame(i as u64 + 1, p));
+        }
+        let (msgs, boundary) = receive_placing(&stream, &cuts).unwrap();
+        prop_assert!(boundary);
+        prop_assert_eq!(msgs.len(), payloads.len());
+        for (i, (seq, data)) in msgs.iter().enumerate() {
+            prop_assert_eq!(*seq, i as u64 + 1);
+            prop_assert_eq!(data, &payloads[i]);
+        }
+    }
+}
