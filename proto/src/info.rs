@@ -904,8 +904,9 @@ macro_rules! stats {
     };
 }
 
-/// The number of RDS statistics counters: C's core's, C's IB transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 33;
+/// The number of RDS statistics counters: C's core's, C's IB transport's, C's TCP
+/// transport's, and rds-rs's.
+pub const STAT_COUNT: usize = 36 + 39 + 5 + 37;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -913,6 +914,10 @@ pub const C_STAT_COUNT: usize = 36;
 
 /// How many IB transport counters follow C's core's (`ARRAY_SIZE(rds_ib_stat_names)`).
 pub const C_IB_STAT_COUNT: usize = 39;
+
+/// How many TCP transport counters follow the IB transport's (`ARRAY_SIZE(rds_tcp_stat_names)`,
+/// as C appends them with `rds_tcp` loaded).
+pub const C_TCP_STAT_COUNT: usize = 5;
 
 stats! {
     /// `s_conn_reset`.
@@ -1067,6 +1072,17 @@ stats! {
     IbAtomicCswp => "ib_atomic_cswp",
     /// `s_ib_atomic_fadd` (C's `rds_ib_stat_names`).
     IbAtomicFadd => "ib_atomic_fadd",
+    /// `s_tcp_data_ready_calls` (C's `rds_tcp_stat_names`).
+    TcpDataReadyCalls => "tcp_data_ready_calls",
+    /// `s_tcp_write_space_calls` (C's `rds_tcp_stat_names`).
+    TcpWriteSpaceCalls => "tcp_write_space_calls",
+    /// `s_tcp_sndbuf_full` (C's `rds_tcp_stat_names`).
+    TcpSndbufFull => "tcp_sndbuf_full",
+    /// `s_tcp_connect_raced` (C's `rds_tcp_stat_names`): accepted sockets reset because
+    /// their connection was busy.
+    TcpConnectRaced => "tcp_connect_raced",
+    /// `s_tcp_listen_closed_stale` (C's `rds_tcp_stat_names`).
+    TcpListenClosedStale => "tcp_listen_closed_stale",
     /// rds-rs: frames dropped for a malformed header other than its checksum (length,
     /// congestion-map shape, extension headers); see `parse_frame`.
     RsRecvDropBadHeader => "rs_recv_drop_bad_header",
@@ -1149,6 +1165,16 @@ stats! {
     /// rds-rs: fence rounds of an iWARP device's fence work, each for every registration
     /// deregistered on the device since the last (`rs_ib_mr_fence` counts the QPs fenced).
     RsIbMrFenceRound => "rs_ib_mr_fence_rounds",
+    /// rds-rs: accepts of the TCP listener that failed.
+    RsTcpAcceptFailed => "rs_tcp_accept_failed",
+    /// rds-rs: accepted TCP connections reset because they are for no connection of TCP's
+    /// (from an address of this host, or between addresses another transport connects).
+    RsTcpAcceptRefused => "rs_tcp_accept_refused",
+    /// rds-rs: TCP connections dropped because the stream broke the framing (a header whose
+    /// `h_len` is above 1 MiB).
+    RsTcpBadStream => "rs_tcp_bad_stream",
+    /// rds-rs: reads of a TCP stream that stopped for memory (the rest waits in the socket).
+    RsTcpRxNomem => "rs_tcp_rx_nomem",
 }
 
 impl Stat {

@@ -206,7 +206,7 @@ fn stat_names_in_c_order() {
         "recv_bytes_freed_fromsock",
         "send_stuck_rm",
     ];
-    assert_eq!(STAT_COUNT, 36 + 39 + 33);
+    assert_eq!(STAT_COUNT, 36 + 39 + 5 + 37);
     assert_eq!(rds_proto::C_STAT_COUNT, 36);
     assert_eq!(STAT_NAMES[..rds_proto::C_STAT_COUNT], c);
     let ib_end = rds_proto::C_STAT_COUNT + rds_proto::C_IB_STAT_COUNT;
@@ -215,7 +215,12 @@ fn stat_names_in_c_order() {
         .all(|n| n.starts_with("ib_")));
     assert_eq!(STAT_NAMES[rds_proto::C_STAT_COUNT], "ib_connect_raced");
     assert_eq!(STAT_NAMES[ib_end - 1], "ib_atomic_fadd");
-    assert!(STAT_NAMES[ib_end..].iter().all(|n| n.starts_with("rs_")));
+    let tcp_end = ib_end + rds_proto::C_TCP_STAT_COUNT;
+    assert!(STAT_NAMES[ib_end..tcp_end]
+        .iter()
+        .all(|n| n.starts_with("tcp_")));
+    assert_eq!(STAT_NAMES[ib_end], "tcp_data_ready_calls");
+    assert!(STAT_NAMES[tcp_end..].iter().all(|n| n.starts_with("rs_")));
     for (i, s) in Stat::ALL.iter().enumerate() {
         assert_eq!(s.index(), i);
         assert_eq!(Some(&s.name()), c.get(i).or(STAT_NAMES.get(i)));
