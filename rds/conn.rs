@@ -702,6 +702,8 @@ impl Conn {
             self.acked
                 .store(m.seq().saturating_sub(1), Ordering::Release);
         }
+        // A stream transport marks where the message ends when it starts sending it.
+        m.clear_tx_mark();
         inner.retrans.push_back(m);
         Some(Cursor {
             msg,
@@ -948,6 +950,41 @@ impl Conn {
             return;
         }
         self.settle_acked(self.take_acked(ack));
+    }
+
+    /// Settles the messages at the front of the retransmit list for which `acked` holds (any
+    /// context): a stream transport's acknowledgement, which covers a prefix of what it sent
+    /// (C: `rds_send_path_drop_acked` with the transport's `is_acked`).
+    pub(crate) fn settle_sent(&self, acked: impl Fn(&Message) -> bool) {
+        let mut out = List::<Message>::new();
+        {
+            let mut inner = self.inner.lock();
+            let mut last = None;
+            loop {
+                let covered = inner
+                    .retrans
+                    .cursor_front()
+                    .is_some_and(|c| acked(&c.current()));
+                if !covered {
+                    break;
+                }
+                match inner.retrans.pop_front() {
+                    Some(m) => {
+                        last = Some(m.seq());
+                        out.push_back(m);
+                    }
+                    None => break,
+                }
+            }
+            // INVARIANT: the list is in sequence order; what is left is above the last one
+            // taken.
+            if let Some(seq) = last {
+                if seq > self.acked.load(Ordering::Relaxed) {
+                    self.acked.store(seq, Ordering::Release);
+                }
+            }
+        }
+        self.settle_acked(out);
     }
 
     /// Settles the messages an ack took off the retransmit list with their senders (no lock
@@ -1219,6 +1256,25 @@ impl ConnTable {
         if let Some(c) = self.find(&key) {
             return Ok(c);
         }
+        // C: `__rds_conn_create`: a transport that prefers loopback (TCP) reaches an address
+        // of this host over loopback.
+        let lo;
+        let transport = if !passive && transport.prefers_loopback() && {
+            let dest = crate::proto::SockAddr {
+                addr: key.faddr,
+                port: 0,
+                scope_id: 0,
+            };
+            shared.transports.preferred(key.net, &dest, ctx).is_some()
+        } {
+            lo = shared
+                .transports
+                .by_kind(crate::proto::RDS_TRANS_LOOP)
+                .ok_or(EINVAL)?;
+            &lo
+        } else {
+            transport
+        };
         let fcong = shared.cong.get(key.net, key.faddr)?;
         let netcong = shared.cong.net(key.net)?;
         let tconn = transport.as_arc_borrow().conn_alloc(&key, ctx)?;

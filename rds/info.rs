@@ -193,12 +193,10 @@ pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut)
         RDS6_INFO_RECV_MESSAGES => recv_messages(shared, net, ulen, true)?,
         RDS_INFO_SOCKETS => sockets(shared, net, ulen, false)?,
         RDS6_INFO_SOCKETS => sockets(shared, net, ulen, true)?,
-        // The TCP transport's sockets: rds-rs has no TCP connections, so the lists are
-        // empty (C reports them once rds_tcp is loaded, which its sockets always need).
         RDS_INFO_IB_CONNECTIONS => ib_connections(shared, ulen, false)?,
         RDS6_INFO_IB_CONNECTIONS => ib_connections(shared, ulen, true)?,
-        RDS_INFO_TCP_SOCKETS => Records::new(INFO_TCP_SOCKET_LEN, ulen),
-        RDS6_INFO_TCP_SOCKETS => Records::new(INFO6_TCP_SOCKET_LEN, ulen),
+        RDS_INFO_TCP_SOCKETS => tcp_sockets(shared, net, ulen, false)?,
+        RDS6_INFO_TCP_SOCKETS => tcp_sockets(shared, net, ulen, true)?,
         _ => return Err(enoprotoopt()),
     };
     match info_outcome(ulen, recs.each, recs.nr) {
@@ -285,6 +283,35 @@ fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
             cache_allocs: i.cache_kib,
         };
         r.add_rec(&info, v6, Some(GFP_KERNEL))
+    })?;
+    Ok(r)
+}
+
+/// `RDS_INFO_TCP_SOCKETS` / `RDS6_INFO_TCP_SOCKETS` (C: `rds_tcp_tc_info`,
+/// `rds6_tcp_tc_info`): the TCP socket of every connection of the namespace that has one; the
+/// IPv4 table leaves IPv6 connections out.
+fn tcp_sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
+    let mut r = Records::new(
+        if v6 {
+            INFO6_TCP_SOCKET_LEN
+        } else {
+            INFO_TCP_SOCKET_LEN
+        },
+        len,
+    );
+    shared.conns.try_for_each(net, |c| {
+        if !v6 && !is_v4(&c.key.laddr) {
+            return Ok(());
+        }
+        let Some(mut info) = c.tconn.stream_info() else {
+            return Ok(());
+        };
+        info.tos = c.key.tos;
+        if v6 {
+            r.add(&info.encode_v6(), Some(GFP_KERNEL))
+        } else {
+            r.add(&info.encode_v4(), Some(GFP_KERNEL))
+        }
     })?;
     Ok(r)
 }

@@ -43,12 +43,116 @@ use kernel::{
 // of the same size: they must agree.
 const _: () = assert!(PAGE_SIZE == crate::proto::PAGE_SIZE as usize);
 
+/// Where a stream transport writes received payload bytes ([`PayloadBuilder::target`]).
+pub(crate) enum Target<'a> {
+    /// Bytes of kernel memory.
+    Bytes(&'a mut [u8]),
+    /// `len` bytes of a page at `off`.
+    Page(&'a Page, usize, usize),
+}
+
+/// The payload of a message being received from a byte stream (TCP), filled in order as the
+/// bytes arrive: inside itself up to [`INLINE_MAX`] bytes, in one buffer up to a page, else in
+/// pages, all allocated when the header arrives (so that filling never fails for memory; a
+/// peer that announces a message and sends nothing makes its connection hold at most 1 MiB).
+///
+/// # Invariants
+///
+/// `filled <= len`; the first `filled` bytes are written; for `Pages`, there are
+/// `ceil(len / PAGE_SIZE)` pages, packed; for `Small`, the buffer is `len` bytes long.
+pub(crate) struct PayloadBuilder {
+    len: usize,
+    filled: usize,
+    store: BuildStore,
+}
+
+enum BuildStore {
+    Inline([u8; INLINE_MAX]),
+    Small(KVec<u8>),
+    Pages(KVec<Page>),
+}
+
+impl PayloadBuilder {
+    /// Room for `len` bytes, allocated with `flags`.
+    pub(crate) fn new(len: usize, flags: Flags) -> Result<Self> {
+        let store = if len <= INLINE_MAX {
+            BuildStore::Inline([0; INLINE_MAX])
+        } else if len <= PAGE_SIZE {
+            BuildStore::Small(KVec::from_elem(0u8, len, flags)?)
+        } else {
+            let n = len.div_ceil(PAGE_SIZE);
+            let mut pages = KVec::with_capacity(n, flags)?;
+            for _ in 0..n {
+                pages.push(Page::alloc_page(flags)?, flags)?;
+            }
+            BuildStore::Pages(pages)
+        };
+        // INVARIANT: nothing filled yet; a small buffer has `len` bytes, the pages are all
+        // there.
+        Ok(Self {
+            len,
+            filled: 0,
+            store,
+        })
+    }
+
+    /// The bytes still to be filled.
+    pub(crate) fn remaining(&self) -> usize {
+        self.len - self.filled
+    }
+
+    /// Where the next bytes go, at most `n` of them (fewer where a page ends). The caller
+    /// writes all of the target and then calls [`PayloadBuilder::advance`] with its length.
+    pub(crate) fn target(&mut self, n: usize) -> Result<Target<'_>> {
+        let at = self.filled;
+        let n = n.min(self.len - at);
+        match &mut self.store {
+            BuildStore::Inline(buf) => buf.get_mut(at..at + n).map(Target::Bytes).ok_or(EINVAL),
+            BuildStore::Small(buf) => buf.get_mut(at..at + n).map(Target::Bytes).ok_or(EINVAL),
+            BuildStore::Pages(pages) => {
+                let idx = at / PAGE_SIZE;
+                let off = at % PAGE_SIZE;
+                let page = pages.get(idx).ok_or(EINVAL)?;
+                Ok(Target::Page(page, off, n.min(PAGE_SIZE - off)))
+            }
+        }
+    }
+
+    /// The last target's `n` bytes were written.
+    pub(crate) fn advance(&mut self, n: usize) {
+        // INVARIANT: the caller wrote the target, which is inside `len`.
+        self.filled = (self.filled + n).min(self.len);
+    }
+
+    /// The payload, once all of it was filled (`EINVAL` before).
+    pub(crate) fn finish(self) -> Result<Payload> {
+        if self.filled != self.len {
+            return Err(EINVAL);
+        }
+        let store = match self.store {
+            BuildStore::Inline(buf) => Store::Inline(buf),
+            BuildStore::Small(buf) => Store::Small(buf),
+            BuildStore::Pages(pages) => Store::Own(pages),
+        };
+        // INVARIANT: all `len` bytes were filled in the layout `Payload` keeps for the store
+        // (inline up to `INLINE_MAX`; one buffer of exactly `len` bytes up to a page, below
+        // `SMALL_MAX`; `ceil(len / PAGE_SIZE)` packed pages).
+        Ok(Payload {
+            len: self.len,
+            store,
+        })
+    }
+}
+
 /// Fragments of a received message that belong to a transport (its receive buffers): the
 /// transport takes them back when the last user of the payload drops it.
 pub(crate) trait LentFrags: Send + Sync {
     /// The fragments in order: `f(page, offset, len)` for each, until `f` fails.
     fn try_for_each(&self, f: &mut dyn FnMut(&Page, usize, usize) -> Result) -> Result;
 }
+
+/// The bit of `MsgBody::tx_mark` that says it is set.
+const TX_MARK_SET: u64 = 1 << 32;
 
 /// Payloads up to this size live in one physically contiguous kernel buffer (`kmalloc`) rather
 /// than in pages of their own (as C carves small payloads out of a shared page,
@@ -695,6 +799,10 @@ pub(crate) struct MsgBody {
     pub(crate) rdma_cookie: u64,
     /// Sequence number, assigned when queued on the connection (or when it arrived).
     seq: AtomicU64,
+    /// Where a stream transport put the end of the message: TCP's sequence number just past
+    /// its last byte, with [`TX_MARK_SET`] when set (C: `m_ack_seq`, `RDS_MSG_HAS_ACK_SEQ`).
+    /// Cleared when the message goes to the retransmit list.
+    tx_mark: AtomicU64,
     /// Header flags (`RDS_FLAG_*`).
     flags: AtomicU8,
     /// When it was queued at the receiver (nanoseconds of real time), 0 when `SO_TIMESTAMP`
@@ -814,6 +922,7 @@ impl MsgBody {
             op: None,
             rdma_cookie: 0,
             seq: AtomicU64::new(0),
+            tx_mark: AtomicU64::new(0),
             flags: AtomicU8::new(0),
             rx_tstamp: AtomicI64::new(0),
             rx_end: AtomicU64::new(0),
@@ -997,6 +1106,25 @@ impl Message {
         self.seq.store(seq, Ordering::Relaxed);
     }
 
+    /// Where a stream transport put the end of the message ([`Message::set_tx_mark`]), if it
+    /// did since the message went to the retransmit list.
+    pub(crate) fn tx_mark(&self) -> Option<u32> {
+        let m = self.tx_mark.load(Ordering::Acquire);
+        (m & TX_MARK_SET != 0).then_some(m as u32)
+    }
+
+    /// Records where a stream transport put the end of the message (before it sends a byte
+    /// of it).
+    pub(crate) fn set_tx_mark(&self, end: u32) {
+        self.tx_mark
+            .store(TX_MARK_SET | u64::from(end), Ordering::Release);
+    }
+
+    /// Forgets the stream position (the message goes to the retransmit list to be sent).
+    pub(crate) fn clear_tx_mark(&self) {
+        self.tx_mark.store(0, Ordering::Release);
+    }
+
     /// The header flags.
     pub(crate) fn flags(&self) -> u8 {
         self.flags.load(Ordering::Relaxed)
@@ -1110,6 +1238,7 @@ impl RxSlot {
             op: None,
             rdma_cookie: hdr.rdma_cookie,
             seq: AtomicU64::new(hdr.seq),
+            tx_mark: AtomicU64::new(0),
             flags: AtomicU8::new(0),
             rx_tstamp: AtomicI64::new(0),
             rx_end: AtomicU64::new(0),

@@ -101,6 +101,13 @@ pub(crate) trait Transport: Send + Sync {
         false
     }
 
+    /// Whether a connection to an address of this host goes over loopback instead (C:
+    /// `t_prefer_loopback`, which TCP sets): a socket of this transport sending to a
+    /// destination some transport serves locally gets a loopback connection.
+    fn prefers_loopback(&self) -> bool {
+        false
+    }
+
     /// Whether a connection's peer numbers its messages in increasing order within one
     /// incarnation of the connection (IB/iWARP: a QP), so that an old sequence number
     /// without `RDS_FLAG_RETRANSMITTED` is a replay, dropped and counted
@@ -184,6 +191,12 @@ pub(crate) trait ConnTransport: Send + Sync + core::any::Any {
     /// What `RDS_INFO_IB_CONNECTIONS` reports of the connection (`None`: not an IB
     /// connection).
     fn rdma_info(&self) -> Option<RdmaInfo> {
+        None
+    }
+
+    /// What `RDS_INFO_TCP_SOCKETS` reports of the connection's socket (`None`: no TCP socket;
+    /// process context: `getsockopt`).
+    fn stream_info(&self) -> Option<crate::proto::TcpSockInfo> {
         None
     }
 }
