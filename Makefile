@@ -36,7 +36,7 @@ module: setup
 
 fmt:
 	cargo fmt --all
-	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs bindings/*.rs
+	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs
 
 clean:
 	rm -rf target

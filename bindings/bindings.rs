@@ -24,5 +24,7 @@ pub(crate) mod rcu;
 pub(crate) mod sync;
 #[path = "sys.rs"]
 pub(crate) mod sys;
+#[path = "tcp.rs"]
+pub(crate) mod tcp;
 #[path = "testhooks.rs"]
 pub(crate) mod testhooks;

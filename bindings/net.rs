@@ -52,6 +52,12 @@ impl NetId {
         NetId(net as usize)
     }
 
+    /// The namespace's `struct net`, for the bindings that make kernel sockets in it (the
+    /// namespace must be alive: see the type's documentation).
+    pub(super) fn as_raw(self) -> *mut raw::net {
+        self.0 as *mut raw::net
+    }
+
     /// A number that identifies the namespace while it exists (for hashing).
     pub(crate) fn id(self) -> usize {
         self.0

@@ -11,4 +11,5 @@
 #include <rdma/rdma_cm.h>
 #include "helpers.h"
 #include "ib_glue.h"
+#include "tcp_glue.h"
 #include "testhooks.h"

@@ -29,12 +29,12 @@ exec 9> "$dest.lock"
 flock 9
 rsync -a --delete --exclude 'generated/' --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
   --exclude '*.mod*' --exclude 'modules.order' --exclude 'Module.symvers' --exclude '*.d' \
-  --include 'Kbuild' --include 'rds/***' --include 'rds_loop/***' --include 'rds_ib/***' --include 'bindings/***' \
+  --include 'Kbuild' --include 'rds/***' --include 'rds_loop/***' --include 'rds_ib/***' --include 'rds_tcp/***' --include 'bindings/***' \
   --include 'proto/' --include 'proto/src/***' --exclude '*' \
   "$top/" "$dest/"
 
 gen=$dest/bindings/generated
-key=$( { echo "$kdir"; cat "$kdir/.rds-rs-key"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h" "$top/bindings/ib_glue.h" "$top/bindings/testhooks.h"; } | sha256sum | cut -c1-16)
+key=$( { echo "$kdir"; cat "$kdir/.rds-rs-key"; cat "$top/bindings/gen-bindings.sh" "$top/bindings/wrapper.h" "$top/bindings/helpers.h" "$top/bindings/ib_glue.h" "$top/bindings/tcp_glue.h" "$top/bindings/testhooks.h"; } | sha256sum | cut -c1-16)
 if [ "$(cat "$gen/.key" 2>/dev/null)" != "$key" ]; then
   step "generating bindings for $(basename "$kdir")"
   rm -rf "$gen"

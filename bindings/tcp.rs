@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel TCP sockets for the TCP transport: create, bind, connect, listen and accept; send
+//! without blocking; receive through the socket's callbacks (`tcp_read_sock`); and the
+//! per-namespace hooks that make and tear down the listeners. The C side is `tcp_glue.c`.
+//!
+//! # Contexts
+//!
+//! Creating, connecting, accepting, attaching and releasing sockets sleep: they take a
+//! [`ProcessCtx`]. The callbacks ([`TcpEvents`], [`ListenEvents`]) run with bottom halves
+//! disabled (softirq, or a process that owns the socket and runs its backlog), under the
+//! socket's `sk_callback_lock`: they must not sleep. Once [`Attached`] is dropped (or
+//! [`Attached::detach`]ed), no callback runs for it any more.
+
+use super::net::NetId;
+use super::raw;
+use super::sync::ProcessCtx;
+use core::ffi::c_void;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::error::to_result;
+use kernel::page::Page;
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+
+/// A TCP socket's state (`sk_state`, `include/net/tcp_states.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TcpState {
+    /// `TCP_ESTABLISHED`.
+    Established,
+    /// `TCP_SYN_SENT`, `TCP_SYN_RECV`: still connecting.
+    Connecting,
+    /// `TCP_CLOSE_WAIT`: the peer closed its side.
+    CloseWait,
+    /// `TCP_CLOSE`: closed (a refused or reset connection ends here).
+    Close,
+    /// `TCP_LISTEN`.
+    Listen,
+    /// The other closing states (`FIN_WAIT*`, `TIME_WAIT`, `LAST_ACK`, `CLOSING`).
+    Closing,
+}
+
+impl TcpState {
+    fn from_raw(s: i32) -> Self {
+        match s {
+            1 => Self::Established,
+            2 | 3 => Self::Connecting,
+            7 => Self::Close,
+            8 => Self::CloseWait,
+            10 => Self::Listen,
+            _ => Self::Closing,
+        }
+    }
+}
+
+/// The addresses of a connected socket.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TcpNames {
+    /// Local address (v4-mapped for IPv4).
+    pub(crate) laddr: [u8; 16],
+    /// Local port.
+    pub(crate) lport: u16,
+    /// Peer address (v4-mapped for IPv4).
+    pub(crate) faddr: [u8; 16],
+    /// Peer port.
+    pub(crate) fport: u16,
+    /// The device the socket is bound to (0: none).
+    pub(crate) dev_if: u32,
+}
+
+/// A kernel TCP socket (`struct socket`), owned: released when dropped (process context).
+///
+/// # Invariants
+///
+/// `ptr` came from `sock_create_kern` or `kernel_accept` and is released only by `Drop`; no
+/// callback of ours is attached to it (that is [`Attached`]'s).
+pub(crate) struct TcpSocket {
+    ptr: NonNull<raw::socket>,
+}
+
+// SAFETY: A kernel socket may be used from any thread; the socket layer locks what it shares.
+unsafe impl Send for TcpSocket {}
+// SAFETY: As above: the calls `&TcpSocket` allows are safe concurrently.
+unsafe impl Sync for TcpSocket {}
+
+impl TcpSocket {
+    /// A new TCP socket in `net` (IPv6, which also speaks IPv4 through v4-mapped addresses,
+    /// unless `v6` is false), with C's options: no Nagle, keepalive after 5 s idle, 5 probes 5 s
+    /// apart.
+    ///
+    /// `net` must be alive: [`NetId`]s come from sockets and from the namespace hooks, and a
+    /// namespace's connections and listeners are destroyed in its exit hooks.
+    pub(crate) fn new(net: NetId, v6: bool, _ctx: &ProcessCtx) -> Result<Self> {
+        let mut p: *mut raw::socket = ptr::null_mut();
+        // SAFETY: `net` is alive (see above); `p` is valid for writes; creating a socket may
+        // sleep, which `_ctx` allows.
+        to_result(unsafe { raw::rds_rs_tcp_create(net.as_raw(), v6, &mut p) })?;
+        // INVARIANT: created just now, nothing attached.
+        NonNull::new(p).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
+    fn as_ptr(&self) -> *mut raw::socket {
+        self.ptr.as_ptr()
+    }
+
+    /// Gives the socket the buffer sizes of its namespace's `net.rds.tcp.rds_tcp_sndbuf` and
+    /// `rds_tcp_rcvbuf` (0 leaves TCP's autotuning), as C's `rds_tcp_tune`.
+    pub(crate) fn tune(&self, net: NetId, _ctx: &ProcessCtx) {
+        let (mut snd, mut rcv) = (0, 0);
+        // SAFETY: `net` is alive (as for `new`) and its TCP state exists while the hooks are
+        // registered (which sockets of the transport need); the outputs are valid for writes.
+        unsafe { raw::rds_rs_tcp_bufsizes(net.as_raw(), &mut snd, &mut rcv) };
+        // SAFETY: The socket is live (type invariant); takes the socket lock (`_ctx`).
+        unsafe { raw::rds_rs_tcp_tune(self.as_ptr(), snd, rcv) };
+    }
+
+    /// Binds `addr` (port 0: any).
+    pub(crate) fn bind(
+        &self,
+        addr: &[u8; 16],
+        port: u16,
+        scope_id: u32,
+        _ctx: &ProcessCtx,
+    ) -> Result {
+        // SAFETY: The socket is live; `addr` is valid for 16 bytes; may sleep (`_ctx`).
+        to_result(unsafe { raw::rds_rs_tcp_bind(self.as_ptr(), addr.as_ptr(), port, scope_id) })
+    }
+
+    /// Listens (after [`TcpSocket::bind`]).
+    pub(crate) fn listen(&self, backlog: i32, _ctx: &ProcessCtx) -> Result {
+        // SAFETY: The socket is live; may sleep (`_ctx`).
+        to_result(unsafe { raw::rds_rs_tcp_listen(self.as_ptr(), backlog) })
+    }
+
+    /// The addresses and ports.
+    pub(crate) fn names(&self) -> TcpNames {
+        names_of(self.ptr)
+    }
+
+    /// Reads what the socket still holds with `f` (as [`CbSock::read`] takes it), then shuts
+    /// it down both ways under the same hold of its lock: what the peer sends afterwards is
+    /// refused with a reset rather than acknowledged, so that no byte TCP acknowledged goes
+    /// unread. For a socket whose callbacks were detached.
+    pub(crate) fn read_and_shut(
+        &self,
+        f: Option<&mut dyn FnMut(&SkbData<'_>) -> ReadStep>,
+        _ctx: &ProcessCtx,
+    ) {
+        match f {
+            Some(f) => {
+                let mut f = f;
+                let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
+                // SAFETY: The socket is live (type invariant); `arg` outlives the call, which
+                // runs the actor only during it, with the socket lock held (`_ctx`: process
+                // context).
+                unsafe { raw::rds_rs_tcp_read_shutdown(self.as_ptr(), arg.cast()) };
+            }
+            None => {
+                // SAFETY: As above, with nothing read.
+                unsafe { raw::rds_rs_tcp_read_shutdown(self.as_ptr(), ptr::null_mut()) };
+            }
+        }
+    }
+
+    /// Resets the connection (no linger: the peer gets a RST) and releases the socket.
+    pub(crate) fn reset(self, _ctx: &ProcessCtx) {
+        // SAFETY: The socket is live (type invariant); may sleep (`_ctx`). It is released by
+        // the drop below.
+        unsafe { raw::rds_rs_tcp_reset(self.as_ptr()) };
+    }
+
+    /// Attaches `handler` to the socket's callbacks and starts connecting to `faddr`:`port`
+    /// (without waiting; [`TcpEvents::state_change`] tells how it went). On failure the socket
+    /// comes back with the error.
+    pub(crate) fn connect(
+        self,
+        faddr: &[u8; 16],
+        port: u16,
+        scope_id: u32,
+        handler: Arc<dyn TcpEvents>,
+        ctx: &ProcessCtx,
+    ) -> core::result::Result<Attached, Error> {
+        let a = self.attach(handler, ctx)?;
+        // SAFETY: The socket is live (owned by `a`); `faddr` is valid for 16 bytes; may sleep
+        // (`ctx`).
+        to_result(unsafe {
+            raw::rds_rs_tcp_connect(a.sock.as_ptr(), faddr.as_ptr(), port, scope_id)
+        })?;
+        Ok(a)
+    }
+
+    /// Attaches `handler` to the socket's callbacks (data ready, write space, state change).
+    pub(crate) fn attach(self, handler: Arc<dyn TcpEvents>, _ctx: &ProcessCtx) -> Result<Attached> {
+        let ctx = KBox::into_raw(KBox::new(handler, GFP_KERNEL)?);
+        // SAFETY: The socket is live and has nothing of ours attached (type invariant); `ctx`
+        // stays valid until the detach (`Attached`'s drop) hands it back.
+        let r = to_result(unsafe { raw::rds_rs_tcp_attach(self.as_ptr(), ctx.cast()) });
+        if let Err(e) = r {
+            // SAFETY: Not attached: nothing else has `ctx`.
+            drop(unsafe { KBox::from_raw(ctx) });
+            return Err(e);
+        }
+        // INVARIANT: attached just now with `ctx`.
+        Ok(Attached { sock: self, ctx })
+    }
+
+    /// Makes this (bound) socket a listener whose callbacks go to `handler`.
+    pub(crate) fn into_listener(
+        self,
+        backlog: i32,
+        handler: Arc<dyn ListenEvents>,
+        ctx: &ProcessCtx,
+    ) -> Result<Listener> {
+        let lctx = KBox::into_raw(KBox::new(handler, GFP_KERNEL)?);
+        // SAFETY: As in `attach`, for the listener's callback.
+        let r = to_result(unsafe { raw::rds_rs_tcp_listen_attach(self.as_ptr(), lctx.cast()) });
+        if let Err(e) = r {
+            // SAFETY: Not attached: nothing else has `lctx`.
+            drop(unsafe { KBox::from_raw(lctx) });
+            return Err(e);
+        }
+        // INVARIANT: attached just now with `lctx`.
+        let l = Listener {
+            sock: self,
+            ctx: lctx,
+        };
+        l.sock.listen(backlog, ctx)?;
+        Ok(l)
+    }
+}
+
+impl Drop for TcpSocket {
+    fn drop(&mut self) {
+        // Releasing takes the socket lock: process context only (as every owner of a
+        // `TcpSocket` drops it: shutdowns, accepts, namespace hooks).
+        let _ctx = ProcessCtx::enter();
+        // SAFETY: Owned and not attached (type invariant); released once.
+        unsafe { raw::rds_rs_tcp_release(self.as_ptr()) };
+    }
+}
+
+fn names_of(sock: NonNull<raw::socket>) -> TcpNames {
+    let mut n = TcpNames::default();
+    // SAFETY: The caller has `sock` live; the outputs are valid for writes.
+    unsafe {
+        raw::rds_rs_tcp_names(
+            sock.as_ptr(),
+            n.laddr.as_mut_ptr(),
+            &mut n.lport,
+            n.faddr.as_mut_ptr(),
+            &mut n.fport,
+            &mut n.dev_if,
+        )
+    };
+    n
+}
+
+/// What a connected socket's callbacks call (with bottom halves disabled: they must not
+/// sleep).
+pub(crate) trait TcpEvents: Send + Sync {
+    /// Data arrived: read it with [`CbSock::read`].
+    fn data_ready(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>);
+    /// Acknowledgements freed send space (`room`: at most half the send buffer is in use).
+    fn write_space(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>, room: bool);
+    /// The connection's state changed.
+    fn state_change(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>, state: TcpState);
+}
+
+/// What a listener's callback calls (bottom halves disabled: it must not sleep).
+pub(crate) trait ListenEvents: Send + Sync {
+    /// A connection may be waiting: accept with [`Listener::accept`] from process context.
+    fn ready(&self);
+}
+
+type EventsCtx = *mut Arc<dyn TcpEvents>;
+type ListenCtx = *mut Arc<dyn ListenEvents>;
+
+/// A socket with our callbacks attached, delivering to a [`TcpEvents`] handler.
+///
+/// # Invariants
+///
+/// `ctx` came from `KBox::into_raw` and is the context attached to `sock`'s callbacks until
+/// the drop detaches them.
+pub(crate) struct Attached {
+    sock: TcpSocket,
+    ctx: EventsCtx,
+}
+
+// SAFETY: The socket is `Send`; the handler is `Send + Sync`.
+unsafe impl Send for Attached {}
+// SAFETY: As above; `&Attached` allows only thread-safe calls.
+unsafe impl Sync for Attached {}
+
+/// The outcome of a send that did not block.
+pub(crate) type Sent = Result<usize>;
+
+impl Attached {
+    fn as_ptr(&self) -> *mut raw::socket {
+        self.sock.as_ptr()
+    }
+
+    /// The addresses and ports.
+    pub(crate) fn names(&self) -> TcpNames {
+        self.sock.names()
+    }
+
+    /// TCP's next sequence number to send (`write_seq`): where the next byte queued goes.
+    pub(crate) fn write_seq(&self) -> u32 {
+        // SAFETY: The socket is live (owned).
+        unsafe { raw::rds_rs_tcp_write_seq(self.as_ptr()) }
+    }
+
+    /// Queues a copy of `buf` without blocking: the bytes taken (perhaps fewer), `EAGAIN`
+    /// when none fit. `more`: more of the same message follows.
+    pub(crate) fn send_bytes(&self, buf: &[u8], more: bool, _ctx: &ProcessCtx) -> Sent {
+        // SAFETY: The socket is live (owned); `buf` is valid for its length; sending takes the
+        // socket lock, which `_ctx` allows.
+        let r = unsafe {
+            raw::rds_rs_tcp_send_bytes(self.as_ptr(), buf.as_ptr().cast(), buf.len(), more)
+        };
+        sent(r)
+    }
+
+    /// Queues `len` bytes of `page` at `off` by reference (TCP holds the page until it no
+    /// longer needs it), without blocking; as [`Attached::send_bytes`].
+    pub(crate) fn send_page(
+        &self,
+        page: &Page,
+        off: usize,
+        len: usize,
+        more: bool,
+        _ctx: &ProcessCtx,
+    ) -> Sent {
+        if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
+            return Err(EINVAL);
+        }
+        // SAFETY: The socket is live (owned); the page is an allocated page, of which TCP takes
+        // a reference for as long as it needs it; the range is inside it (checked); sending
+        // takes the socket lock, which `_ctx` allows.
+        let r = unsafe {
+            raw::rds_rs_tcp_send_page(self.as_ptr(), page.as_ptr().cast(), off, len, more)
+        };
+        sent(r)
+    }
+
+    /// Reads what the socket has queued, in process context (after a read in a callback had
+    /// to stop for memory), with `f` as [`CbSock::read`] takes it.
+    pub(crate) fn read(
+        &self,
+        f: &mut dyn FnMut(&SkbData<'_>) -> ReadStep,
+        _ctx: &ProcessCtx,
+    ) -> i32 {
+        let mut f = f;
+        let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
+        // SAFETY: The socket is live (owned); `arg` outlives the call, which runs the actor
+        // only during it; the socket lock is taken, which `_ctx` allows.
+        unsafe { raw::rds_rs_tcp_read_locked(self.as_ptr(), arg.cast()) }
+    }
+
+    /// Detaches the callbacks (when this returns, none runs with the handler any more) and
+    /// gives the socket back.
+    pub(crate) fn detach(self, _ctx: &ProcessCtx) -> TcpSocket {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: Attached (type invariant); detaching takes the socket lock (process
+        // context, `_ctx`) and waits for running callbacks (the callback lock's write side).
+        unsafe { raw::rds_rs_tcp_detach(this.sock.as_ptr()) };
+        // SAFETY: `ctx` came from `KBox::into_raw` (type invariant) and, detached above, no
+        // callback uses it any more.
+        drop(unsafe { KBox::from_raw(this.ctx) });
+        // SAFETY: `this` is not dropped (`ManuallyDrop`): the socket is moved out once.
+        unsafe { ptr::read(&this.sock) }
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        // SAFETY: Attached (type invariant); process context, as every owner drops it.
+        unsafe { raw::rds_rs_tcp_detach(self.as_ptr()) };
+        // SAFETY: As in `detach`.
+        drop(unsafe { KBox::from_raw(self.ctx) });
+        // The socket is released by its own drop, after this.
+    }
+}
+
+fn sent(r: i32) -> Sent {
+    if r < 0 {
+        Err(Error::from_errno(r))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// The socket a callback is for, for the duration of the callback.
+pub(crate) struct CbSock<'a> {
+    ptr: NonNull<raw::socket>,
+    _p: core::marker::PhantomData<&'a ()>,
+}
+
+impl CbSock<'_> {
+    /// Reads what the socket has queued: `f` gets the data skb by skb and says how much it
+    /// took ([`ReadStep`]). Returns the bytes read (or a negative errno).
+    pub(crate) fn read(&self, f: &mut dyn FnMut(&SkbData<'_>) -> ReadStep) -> i32 {
+        let mut f = f;
+        let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
+        // SAFETY: In a callback of the socket, which owns it (softirq or its lock's owner):
+        // `tcp_read_sock` may run; `arg` outlives the call.
+        unsafe { raw::rds_rs_tcp_read(self.ptr.as_ptr(), arg.cast()) }
+    }
+
+    /// The oldest byte the peer has not acknowledged (`snd_una`).
+    pub(crate) fn snd_una(&self) -> u32 {
+        // SAFETY: The socket is live during the callback.
+        unsafe { raw::rds_rs_tcp_snd_una(self.ptr.as_ptr()) }
+    }
+}
+
+/// What a read's `f` did with the data it was given.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadStep {
+    /// Bytes taken (from the start).
+    pub(crate) used: usize,
+    /// Stop reading after them (the rest stays queued in the socket).
+    pub(crate) stop: bool,
+}
+
+/// Bytes of a received skb, as a read hands them over.
+pub(crate) struct SkbData<'a> {
+    skb: NonNull<raw::sk_buff>,
+    off: u32,
+    len: usize,
+    _p: core::marker::PhantomData<&'a ()>,
+}
+
+impl SkbData<'_> {
+    /// How many bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `dst.len()` bytes from `at` into `dst`.
+    pub(crate) fn copy(&self, at: usize, dst: &mut [u8]) -> Result {
+        let off = self.range(at, dst.len())?;
+        // SAFETY: The skb is live during the read; the range is inside this data (checked);
+        // `dst` is valid for its length.
+        to_result(unsafe {
+            raw::rds_rs_tcp_skb_copy(self.skb.as_ptr(), off, dst.as_mut_ptr().cast(), dst.len())
+        })
+    }
+
+    /// Copies `len` bytes from `at` into `page` at `page_off`.
+    pub(crate) fn copy_to_page(
+        &self,
+        at: usize,
+        page: &Page,
+        page_off: usize,
+        len: usize,
+    ) -> Result {
+        let off = self.range(at, len)?;
+        // SAFETY: As in `copy`; the C side checks the page range; we hold the page.
+        to_result(unsafe {
+            raw::rds_rs_tcp_skb_copy_to_page(
+                self.skb.as_ptr(),
+                off,
+                page.as_ptr().cast(),
+                page_off,
+                len,
+            )
+        })
+    }
+
+    fn range(&self, at: usize, len: usize) -> Result<u32> {
+        let end = at.checked_add(len).ok_or(EINVAL)?;
+        if end > self.len {
+            return Err(EINVAL);
+        }
+        let at = u32::try_from(at).map_err(|_| EINVAL)?;
+        self.off.checked_add(at).ok_or(EINVAL)
+    }
+}
+
+/// A listening socket whose callback goes to a [`ListenEvents`] handler.
+///
+/// # Invariants
+///
+/// `ctx` came from `KBox::into_raw` and is attached to `sock`'s listener callback until the
+/// drop detaches it.
+pub(crate) struct Listener {
+    sock: TcpSocket,
+    ctx: ListenCtx,
+}
+
+// SAFETY: As for `Attached`.
+unsafe impl Send for Listener {}
+// SAFETY: As for `Attached`.
+unsafe impl Sync for Listener {}
+
+impl Listener {
+    /// Accepts a waiting connection without blocking (`None`: none waits).
+    pub(crate) fn accept(&self, _ctx: &ProcessCtx) -> Result<Option<TcpSocket>> {
+        let mut p: *mut raw::socket = ptr::null_mut();
+        // SAFETY: The listener is live (owned); `p` is valid for writes; may sleep (`_ctx`).
+        let r = unsafe { raw::rds_rs_tcp_accept(self.sock.as_ptr(), &mut p) };
+        if r == -(raw::EAGAIN as i32) {
+            return Ok(None);
+        }
+        to_result(r)?;
+        // INVARIANT: accepted just now; nothing of ours is attached (the accept gave the child
+        // its original callback back).
+        Ok(NonNull::new(p).map(|ptr| TcpSocket { ptr }))
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // SAFETY: Attached (type invariant); process context, as every owner drops it.
+        unsafe { raw::rds_rs_tcp_detach(self.sock.as_ptr()) };
+        // SAFETY: `ctx` came from `KBox::into_raw` (type invariant) and, detached above, no
+        // callback uses it any more.
+        drop(unsafe { KBox::from_raw(self.ctx) });
+    }
+}
+
+/// Whether `addr` is an address of this host in `net` (C: `rds_tcp_laddr_check`).
+pub(crate) fn addr_is_local(net: NetId, addr: &[u8; 16], scope_id: u32, _ctx: &ProcessCtx) -> bool {
+    // SAFETY: `net` is alive (as for `TcpSocket::new`); `addr` is valid for 16 bytes.
+    unsafe { raw::rds_rs_tcp_addr_local(net.as_raw(), addr.as_ptr(), scope_id) }
+}
+
+/// # Safety
+///
+/// Called by the data_ready callback of a socket attached with `ctx`, under its callback lock.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_data_ready(ctx: *mut c_void, sock: *mut raw::socket) {
+    let Some(ptr) = NonNull::new(sock) else {
+        return;
+    };
+    // SAFETY: `ctx` is the attached context, valid until the detach, which waits for this
+    // callback (it takes the callback lock's write side).
+    let h = unsafe { &*ctx.cast::<Arc<dyn TcpEvents>>() };
+    h.as_arc_borrow().data_ready(&CbSock {
+        ptr,
+        _p: core::marker::PhantomData,
+    });
+}
+
+/// # Safety
+///
+/// As [`rds_rs_tcp_cb_data_ready`], for write_space.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_write_space(
+    ctx: *mut c_void,
+    sock: *mut raw::socket,
+    room: bool,
+) {
+    let Some(ptr) = NonNull::new(sock) else {
+        return;
+    };
+    // SAFETY: As in `rds_rs_tcp_cb_data_ready`.
+    let h = unsafe { &*ctx.cast::<Arc<dyn TcpEvents>>() };
+    h.as_arc_borrow().write_space(
+        &CbSock {
+            ptr,
+            _p: core::marker::PhantomData,
+        },
+        room,
+    );
+}
+
+/// # Safety
+///
+/// As [`rds_rs_tcp_cb_data_ready`], for state_change.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_state_change(
+    ctx: *mut c_void,
+    sock: *mut raw::socket,
+    state: i32,
+) {
+    let Some(ptr) = NonNull::new(sock) else {
+        return;
+    };
+    // SAFETY: As in `rds_rs_tcp_cb_data_ready`.
+    let h = unsafe { &*ctx.cast::<Arc<dyn TcpEvents>>() };
+    h.as_arc_borrow().state_change(
+        &CbSock {
+            ptr,
+            _p: core::marker::PhantomData,
+        },
+        TcpState::from_raw(state),
+    );
+}
+
+/// # Safety
+///
+/// Called by the data_ready callback of a listener attached with `ctx`, under its callback
+/// lock.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_listen_ready(ctx: *mut c_void) {
+    // SAFETY: As in `rds_rs_tcp_cb_data_ready`, for the listener's context.
+    let h = unsafe { &*ctx.cast::<Arc<dyn ListenEvents>>() };
+    h.ready();
+}
+
+/// # Safety
+///
+/// Called by `tcp_read_sock`'s actor during `rds_rs_tcp_read` with the `arg` a read of this
+/// file passed, and an skb with `len` bytes from `off`.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_recv(
+    arg: *mut c_void,
+    skb: *const raw::sk_buff,
+    off: u32,
+    len: usize,
+    stop: *mut bool,
+) -> usize {
+    let Some(skb) = NonNull::new(skb.cast_mut()) else {
+        return 0;
+    };
+    // SAFETY: `arg` is the `&mut dyn FnMut` a read passed, alive for the read's duration
+    // (which this call is part of), not used by anything else meanwhile.
+    let f = unsafe { &mut **arg.cast::<&mut dyn FnMut(&SkbData<'_>) -> ReadStep>() };
+    let step = f(&SkbData {
+        skb,
+        off,
+        len,
+        _p: core::marker::PhantomData,
+    });
+    // SAFETY: `stop` is valid for writes (the C actor's local).
+    unsafe { *stop = step.stop };
+    step.used.min(len)
+}
+
+/// The per-namespace hooks of the TCP transport: a listener made for each namespace and torn
+/// down when it goes.
+pub(crate) trait NetHooks: Send + Sync {
+    /// A namespace appeared (or existed when the hooks were registered).
+    fn net_init(&self, net: NetId, ctx: &ProcessCtx) -> Result;
+    /// A namespace is going away.
+    fn net_exit(&self, net: NetId, ctx: &ProcessCtx);
+    /// A buffer size of the namespace's `net.rds.tcp` was written.
+    fn sysctl_changed(&self, net: NetId, ctx: &ProcessCtx);
+}
+
+/// The registered hooks (a `KBox<Arc<dyn NetHooks>>` while a [`NetRegistration`] exists).
+static NET_HOOKS: AtomicPtr<Arc<dyn NetHooks>> = AtomicPtr::new(ptr::null_mut());
+
+/// The TCP transport's per-namespace hooks, registered while this exists (`register_pernet_device`:
+/// registering runs `net_init` for every namespace, unregistering `net_exit`).
+///
+/// # Invariants
+///
+/// While this exists, `NET_HOOKS` holds a live box and the C hooks are registered.
+pub(crate) struct NetRegistration(());
+
+impl NetRegistration {
+    /// Registers `hooks` (one registration at a time: `EBUSY`).
+    pub(crate) fn new(hooks: Arc<dyn NetHooks>, _ctx: &ProcessCtx) -> Result<Self> {
+        let b = KBox::into_raw(KBox::new(hooks, GFP_KERNEL)?);
+        if NET_HOOKS
+            .compare_exchange(ptr::null_mut(), b, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: Not published: ours alone.
+            drop(unsafe { KBox::from_raw(b) });
+            return Err(EBUSY);
+        }
+        // SAFETY: The hooks read `NET_HOOKS`, published above; may sleep (`_ctx`).
+        if let Err(e) = to_result(unsafe { raw::rds_rs_tcp_pernet_register() }) {
+            let p = NET_HOOKS.swap(ptr::null_mut(), Ordering::AcqRel);
+            // SAFETY: Never registered: nothing else uses the box.
+            drop(unsafe { KBox::from_raw(p) });
+            return Err(e);
+        }
+        // INVARIANT: published and registered.
+        Ok(Self(()))
+    }
+}
+
+impl Drop for NetRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Registered (type invariant); unregistering runs the exit hook for every
+        // namespace and returns when no hook runs any more.
+        unsafe { raw::rds_rs_tcp_pernet_unregister() };
+        let p = NET_HOOKS.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: The box published in `new`; no hook uses it any more.
+            drop(unsafe { KBox::from_raw(p) });
+        }
+    }
+}
+
+fn with_hooks<R>(f: impl FnOnce(&dyn NetHooks) -> R) -> Option<R> {
+    let p = NET_HOOKS.load(Ordering::Acquire);
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: A non-null `NET_HOOKS` is a live box while the hooks are registered, and the C
+    // hooks run only then.
+    Some(f(unsafe { &**p }))
+}
+
+/// # Safety
+///
+/// Called by the pernet init hook with a namespace being set up.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_net_init(net: *mut raw::net) -> i32 {
+    // Pernet hooks run in process context.
+    let ctx = ProcessCtx::enter();
+    match with_hooks(|h| h.net_init(NetId::from_raw(net), &ctx)) {
+        Some(Err(e)) => e.to_errno(),
+        _ => 0,
+    }
+}
+
+/// # Safety
+///
+/// Called by the pernet exit hook with a namespace being dismantled.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_net_exit(net: *mut raw::net) {
+    let ctx = ProcessCtx::enter();
+    let _ = with_hooks(|h| h.net_exit(NetId::from_raw(net), &ctx));
+}
+
+/// # Safety
+///
+/// Called by the `net.rds.tcp` sysctl handler of the live namespace `net`.
+#[no_mangle]
+unsafe extern "C" fn rds_rs_tcp_cb_sysctl_changed(net: *mut raw::net) {
+    // Sysctl handlers run in process context.
+    let ctx = ProcessCtx::enter();
+    let _ = with_hooks(|h| h.sysctl_changed(NetId::from_raw(net), &ctx));
+}
