@@ -14,8 +14,9 @@
 //! - [`send`], [`recv`]: the data path; [`message`]: messages in both directions.
 //! - [`conn`]: connections and their send queues; [`transport`]: the transport interface and
 //!   the registry the transports join at load; `rds_loop` (from `rds_loop/`): the loopback
-//!   transport; `rds_ib` (from `rds_ib/`): the IB/iWARP transport. Only this file names them,
-//!   to set them up and tear them down.
+//!   transport; `rds_ib` (from `rds_ib/`): the IB/iWARP transport; `rds_tcp` (from
+//!   `rds_tcp/`): the TCP transport. Only this file names them, to set them up and tear them
+//!   down.
 //! - [`rdma`]: memory registrations, RDMA and atomic operations, notifications, the barrier.
 //! - [`cong`]: congestion maps; [`info`]: the `RDS_INFO_*` getsockopts; [`stats`]: counters.
 //! - `kunit` (test build only): the Rust side of the module's KUnit suite (`rds/kunit.c`).
@@ -41,6 +42,8 @@ mod rdma;
 mod rds_ib;
 #[path = "../rds_loop/rds_loop.rs"]
 mod rds_loop;
+#[path = "../rds_tcp/rds_tcp.rs"]
+mod rds_tcp;
 mod recv;
 mod send;
 mod socket;
@@ -70,6 +73,7 @@ struct RdsModule {
     /// The loopback transport's place in the registry.
     lo: Option<transport::Membership>,
     ib: Option<rds_ib::IbModule>,
+    tcp: Option<rds_tcp::TcpModule>,
     sysctl: Option<bindings::sys::SysctlRegistration>,
     #[cfg(rds_test)]
     hooks: Option<bindings::testhooks::TestHooks>,
@@ -106,6 +110,10 @@ impl kernel::Module for RdsModule {
         let ib = rds_ib::IbModule::new(&shared, &ctx)
             .inspect_err(|e| pr_warn!("no IB transport ({:?})\n", e.to_errno()))
             .ok();
+        // The TCP transport: a listener in every namespace.
+        let tcp = rds_tcp::TcpModule::new(&shared, &ctx)
+            .inspect_err(|e| pr_warn!("no TCP transport ({:?})\n", e.to_errno()))
+            .ok();
         let family = bindings::net::Registration::<socket::Rds>::new(module, shared.clone())
             .inspect_err(|e| {
                 pr_err!(
@@ -120,6 +128,7 @@ impl kernel::Module for RdsModule {
             pernet: Some(pernet),
             lo: Some(lo),
             ib,
+            tcp,
             sysctl,
             #[cfg(rds_test)]
             hooks,
@@ -140,11 +149,15 @@ impl Drop for RdsModule {
         if let Some(ib) = self.ib.as_mut() {
             ib.stop_listening();
         }
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.stop_listening();
+        }
         shared.stop_reaper(&ctx);
         drop(self.pernet.take());
         shared.conns.destroy_all(&ctx);
         // Every device is removed from the IB transport (no connection is left).
         drop(self.ib.take());
+        drop(self.tcp.take());
         #[cfg(rds_test)]
         drop(self.hooks.take());
         drop(self.lo.take());

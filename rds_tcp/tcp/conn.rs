@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection over TCP: its socket, who connects, and the socket's callbacks.
+//!
+//! C counterpart: `net/rds/tcp_connect.c` (`rds_tcp_conn_path_connect`,
+//! `rds_tcp_state_change`, `rds_tcp_conn_path_shutdown`), `tcp.c` (`rds_tcp_set_callbacks`,
+//! `rds_tcp_restore_callbacks`) and the installing half of `tcp_listen.c`.
+//!
+//! # Who connects
+//!
+//! The end with the smaller address connects (TCP's client) and reconnects after a failure.
+//! The larger end accepts. When it has something to send while down, it nudges: it connects
+//! too, and the peer (C or rds-rs) resets that connection and connects back. A nudge is never
+//! used to carry data; if the peer refuses it, the connection drops and the core's backoff
+//! nudges again. An accepted connection is installed when the RDS connection is down, or
+//! connecting with only a nudge out (the nudge is dropped); otherwise it is reset (C's answer
+//! to a duel) and the peer retries.
+//!
+//! # Incarnations
+//!
+//! Each socket has its own [`Link`], the handler of its callbacks and the state of its byte
+//! stream (the receive side's position, the message being received). A link is retired
+//! before its socket is detached; a retired link's callbacks and work change nothing.
+
+use super::recv::RxState;
+use super::TcpTransport;
+use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sys::{
+    impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
+};
+use crate::bindings::tcp::{Attached, CbSock, TcpEvents, TcpSocket, TcpState};
+use crate::conn::{Conn, ConnKey};
+use crate::message::Message;
+use crate::proto::{tcp_acked, tcp_connects, Addr, Stat, TcpSockInfo, RDS_TCP_PORT};
+use crate::stats;
+use crate::transport::{ConnTransport, XmitError, XmitProgress};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, ArcBorrow, Mutex},
+};
+
+/// What a socket was made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    /// This end connected (it has the smaller address).
+    Client,
+    /// This end's connection attempt that only tells the peer to connect (the larger address).
+    Nudge,
+    /// Accepted from the peer.
+    Accepted,
+}
+
+/// The current socket of a connection.
+pub(super) struct Current {
+    pub(super) sock: Attached,
+    pub(super) link: Arc<Link>,
+}
+
+/// The transport's state of one connection.
+#[pin_data]
+pub(crate) struct TcpConn {
+    key: ConnKey,
+    tcp: Arc<TcpTransport>,
+    /// The current socket and its link (process context).
+    #[pin]
+    pub(super) state: Mutex<Option<Current>>,
+    /// The header of the message being sent (the drain's alone: written when it starts a
+    /// message, read while it sends the rest).
+    #[pin]
+    pub(super) tx_hdr: SpinLockBh<[u8; crate::proto::HEADER_LEN]>,
+    /// An accepted socket waiting for the connection to go down, to be installed then.
+    #[pin]
+    parked: Mutex<Option<Arc<Parked>>>,
+}
+
+/// How often a parked socket is tried ([`Parked`]), 10 ms apart: 5 s in all.
+const PARKED_TRIES: u32 = 500;
+
+/// An accepted socket that came while its connection was busy (going down after an error or a
+/// reset, or still up while the peer had already given it up). TCP may have acknowledged
+/// data on it already, which the peer will not send again: rather than reset it (C), it waits
+/// for the connection to be down, read after everything the old socket held, and is installed
+/// then; it is reset only if that takes more than 5 s, or the connection is destroyed.
+#[pin_data]
+pub(super) struct Parked {
+    conn: Arc<Conn>,
+    #[pin]
+    sock: Mutex<Option<TcpSocket>>,
+    tries: AtomicU32,
+    #[pin]
+    work: DelayedWork<Parked>,
+}
+
+impl_delayed_work_item!(Parked, work, Parked::retry);
+
+impl Parked {
+    fn retry(this: Arc<Self>, ctx: &ProcessCtx) {
+        let Some(tc) = this.conn.tstate::<TcpConn>() else {
+            return;
+        };
+        let sock = this.sock.lock().take();
+        let Some(sock) = sock else { return };
+        if this.conn.is_destroyed() {
+            sock.reset(ctx);
+            return;
+        }
+        match tc.adopt(&this.conn, sock, ctx) {
+            None => {
+                let mut p = tc.parked.lock();
+                if p.as_ref().is_some_and(|p| Arc::ptr_eq(p, &this)) {
+                    *p = None;
+                }
+            }
+            Some(sock) => {
+                if this.tries.fetch_add(1, Ordering::Relaxed) >= PARKED_TRIES {
+                    stats::inc(Stat::TcpConnectRaced);
+                    sock.reset(ctx);
+                    return;
+                }
+                *this.sock.lock() = Some(sock);
+                DelayedWork::queue(&this.conn.shared.wq, this.clone(), park_delay());
+            }
+        }
+    }
+}
+
+/// The pause between two tries of a parked socket: 10 ms.
+fn park_delay() -> u64 {
+    crate::bindings::sys::ms_to_jiffies(10)
+}
+
+impl TcpConn {
+    pub(super) fn new(key: ConnKey, tcp: Arc<TcpTransport>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                key,
+                tcp,
+                state <- new_mutex!(None, "TcpConn::state"),
+                tx_hdr <- new_spinlock_bh!([0; crate::proto::HEADER_LEN], "TcpConn::tx_hdr"),
+                parked <- new_mutex!(None, "TcpConn::parked"),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )
+    }
+
+    /// Whether this end is TCP's client of the connection.
+    fn is_client(&self) -> bool {
+        tcp_connects(&self.key.laddr, &self.key.faddr)
+    }
+
+    /// Installs `cur` as the current socket, replacing (and closing) the one before. If the
+    /// connection was destroyed meanwhile, the new one is closed too (the connection and the
+    /// link hold each other; nothing else would). Returns whether it was installed.
+    fn install(&self, conn: &Arc<Conn>, cur: Current, ctx: &ProcessCtx) -> bool {
+        let old = self.state.lock().replace(cur);
+        if let Some(o) = old {
+            o.close(ctx);
+        }
+        if conn.is_destroyed() {
+            let mine = self.state.lock().take();
+            if let Some(m) = mine {
+                m.close(ctx);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// Takes an accepted socket for the connection (C: the second half of
+    /// `rds_tcp_accept_one`): installed if the connection is down, or connecting with only a
+    /// nudge out. Otherwise it is parked until the connection is down ([`Parked`]); a
+    /// connection that is up is dropped first (the peer connected again, so it has given the
+    /// old socket up).
+    pub(super) fn accept(&self, conn: &Arc<Conn>, sock: TcpSocket, ctx: &ProcessCtx) {
+        let Some(sock) = self.adopt(conn, sock, ctx) else {
+            return;
+        };
+        if conn.state() == crate::proto::ConnState::Up {
+            conn.drop_connection();
+        }
+        let parked = Arc::pin_init(
+            pin_init!(Parked {
+                conn: conn.clone(),
+                sock <- new_mutex!(Some(sock), "Parked::sock"),
+                tries: AtomicU32::new(0),
+                work <- DelayedWork::new(),
+            }),
+            GFP_KERNEL,
+        );
+        let Ok(parked) = parked else {
+            // No memory to wait: the socket is reset (the peer retries).
+            stats::inc(Stat::TcpConnectRaced);
+            return;
+        };
+        let old = self.parked.lock().replace(parked.clone());
+        if let Some(o) = old {
+            // The peer gave up the earlier one: its connection attempt is the new one.
+            let s = o.sock.lock().take();
+            if let Some(s) = s {
+                stats::inc(Stat::TcpListenClosedStale);
+                s.reset(ctx);
+            }
+        }
+        DelayedWork::queue(&conn.shared.wq, parked, park_delay());
+    }
+
+    /// Installs an accepted socket if the connection can take it now (down, or connecting
+    /// with only a nudge out); gives it back otherwise.
+    fn adopt(&self, conn: &Arc<Conn>, sock: TcpSocket, ctx: &ProcessCtx) -> Option<TcpSocket> {
+        let mut st = self.state.lock();
+        let nudging = st.as_ref().is_some_and(|c| c.link.role == Role::Nudge);
+        let claimed =
+            conn.try_accept() || (nudging && conn.state() == crate::proto::ConnState::Connecting);
+        if !claimed {
+            return Some(sock);
+        }
+        let old = st.take();
+        drop(st);
+        if let Some(o) = old {
+            o.close(ctx);
+        }
+        let link = match Link::new(conn.clone(), Role::Accepted) {
+            Ok(l) => l,
+            Err(_) => {
+                sock.reset(ctx);
+                conn.drop_connection();
+                return None;
+            }
+        };
+        let handler: Arc<dyn TcpEvents> = link.clone();
+        let a = match sock.attach(handler, ctx) {
+            Ok(a) => a,
+            Err(_) => {
+                conn.drop_connection();
+                return None;
+            }
+        };
+        if !self.install(
+            conn,
+            Current {
+                sock: a,
+                link: link.clone(),
+            },
+            ctx,
+        ) {
+            return None;
+        }
+        conn.connect_complete();
+        // What arrived before the callbacks were ours is read now.
+        link.read_now(self, ctx);
+        None
+    }
+
+    /// Reads in process context what a callback could not take (the link's receive work).
+    pub(super) fn read_for(&self, link: &Arc<Link>, ctx: &ProcessCtx) {
+        let st = self.state.lock();
+        let Some(cur) = st.as_ref() else { return };
+        if !Arc::ptr_eq(&cur.link, link) {
+            return;
+        }
+        link.read_locked(&cur.sock, ctx);
+    }
+}
+
+impl Current {
+    /// Retires the link and closes the socket. What the socket still holds is read first and
+    /// the socket is shut down under the same hold of its lock: those bytes were acknowledged
+    /// to the peer by TCP, which will not send them again, and what comes after the shutdown
+    /// is refused rather than acknowledged.
+    fn close(self, ctx: &ProcessCtx) {
+        let link = self.link;
+        link.retired.store(true, Ordering::Release);
+        let sock = self.sock.detach(ctx);
+        if link.role == Role::Nudge {
+            sock.read_and_shut(None, ctx);
+        } else {
+            let mut again = false;
+            sock.read_and_shut(
+                Some(&mut |skb| link.take(&mut link.rx.lock(), skb, GFP_ATOMIC, &mut again)),
+                ctx,
+            );
+            if again {
+                // Out of memory for what was read last: the rest is lost with the socket.
+                stats::inc(Stat::RsTcpRxNomem);
+            }
+        }
+        if link.conn.is_destroyed() {
+            // The connection is going for good (its namespace, perhaps): no lingering socket
+            // outlives it (C: `sock_no_linger` when the connection is being destroyed).
+            sock.reset(ctx);
+        } else {
+            drop(sock);
+        }
+        link.rx.lock().reset();
+    }
+}
+
+impl ConnTransport for TcpConn {
+    fn connect(&self, conn: &Arc<Conn>, ctx: &ProcessCtx) -> Result {
+        let role = if self.is_client() {
+            Role::Client
+        } else {
+            Role::Nudge
+        };
+        let (laddr, faddr) = (&self.key.laddr, &self.key.faddr);
+        let sock = TcpSocket::new(self.key.net, laddr.v4().is_none(), ctx)?;
+        sock.tune(self.key.net, ctx);
+        sock.bind(&laddr.0, 0, 0, ctx)?;
+        let link = Link::new(conn.clone(), role)?;
+        let handler: Arc<dyn TcpEvents> = link.clone();
+        let a = sock.connect(&faddr.0, RDS_TCP_PORT, 0, handler, ctx)?;
+        if !self.install(conn, Current { sock: a, link }, ctx) {
+            return Err(crate::bindings::net::enotconn());
+        }
+        Ok(())
+    }
+
+    fn shutdown(&self, conn: &Arc<Conn>, ctx: &ProcessCtx) {
+        let cur = self.state.lock().take();
+        if let Some(c) = cur {
+            c.close(ctx);
+        }
+        if conn.is_destroyed() {
+            // A parked socket goes with the connection (its work then finds nothing).
+            let p = self.parked.lock().take();
+            if let Some(p) = p {
+                let s = p.sock.lock().take();
+                if let Some(s) = s {
+                    s.reset(ctx);
+                }
+            }
+        }
+    }
+
+    fn stream_info(&self) -> Option<TcpSockInfo> {
+        let st = self.state.lock();
+        let cur = st.as_ref()?;
+        if cur.link.role == Role::Nudge {
+            return None;
+        }
+        let n = cur.sock.names();
+        let (hdr_rem, data_rem) = cur.link.rx.lock().remaining();
+        Some(TcpSockInfo {
+            local_addr: Addr(n.laddr),
+            local_port: n.lport,
+            peer_addr: Addr(n.faddr),
+            peer_port: n.fport,
+            hdr_rem: hdr_rem as u64,
+            data_rem: data_rem as u64,
+            last_sent_nxt: cur.link.last_sent_nxt.load(Ordering::Relaxed),
+            last_expected_una: cur.link.last_expected_una.load(Ordering::Relaxed),
+            last_seen_una: cur.link.last_seen_una.load(Ordering::Relaxed),
+            tos: 0,
+        })
+    }
+
+    fn xmit(
+        &self,
+        conn: &Arc<Conn>,
+        msg: &Arc<Message>,
+        progress: &mut XmitProgress,
+        ctx: &ProcessCtx,
+    ) -> Result<(), XmitError> {
+        super::send::xmit(self, conn, msg, progress, ctx)
+    }
+}
+
+/// One socket's incarnation of a connection: the handler of the socket's callbacks, the
+/// receive side of its stream.
+#[pin_data]
+pub(crate) struct Link {
+    pub(super) conn: Arc<Conn>,
+    pub(super) role: Role,
+    /// Set before the socket is detached: callbacks still running change nothing.
+    pub(super) retired: AtomicBool,
+    /// A send found the socket full: the next write space with room kicks the connection.
+    pub(super) want_kick: AtomicBool,
+    /// The socket reached `ESTABLISHED` (a nudge the peer took: it connects back).
+    established: AtomicBool,
+    /// Where the last message sent started on the stream (C: `t_last_sent_nxt`).
+    pub(super) last_sent_nxt: AtomicU32,
+    /// Where it ends (C: `t_last_expected_una`).
+    pub(super) last_expected_una: AtomicU32,
+    /// TCP's acknowledged sequence when the write space was last called (C:
+    /// `t_last_seen_una`).
+    pub(super) last_seen_una: AtomicU32,
+    /// The receive side.
+    #[pin]
+    pub(super) rx: SpinLockBh<RxState>,
+    #[pin]
+    recv_work: Work<Link, 0>,
+}
+
+impl_work_item!(Link, 0, recv_work, Link::recv_worker);
+
+impl Link {
+    fn new(conn: Arc<Conn>, role: Role) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                conn,
+                role,
+                retired: AtomicBool::new(false),
+                want_kick: AtomicBool::new(false),
+                established: AtomicBool::new(false),
+                last_sent_nxt: AtomicU32::new(0),
+                last_expected_una: AtomicU32::new(0),
+                last_seen_una: AtomicU32::new(0),
+                rx <- new_spinlock_bh!(RxState::new(), "Link::rx"),
+                recv_work <- new_process_work!("Link::recv_work"),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )
+    }
+
+    pub(super) fn live(&self) -> bool {
+        !self.retired.load(Ordering::Acquire)
+    }
+
+    /// Leaves a read that stopped for memory to the receive work (process context).
+    pub(super) fn read_later(self: &Arc<Self>) {
+        if self.live() && !self.conn.is_destroyed() {
+            Work::<Link, 0>::queue(&self.conn.shared.wq, self.clone());
+        }
+    }
+
+    fn recv_worker(this: Arc<Self>, ctx: &ProcessCtx) {
+        if let Some(tc) = this.conn.tstate::<TcpConn>() {
+            tc.read_for(&this, ctx);
+        }
+    }
+
+    /// Reads what the socket holds now (process context, the link current).
+    fn read_now(self: &Arc<Self>, tc: &TcpConn, ctx: &ProcessCtx) {
+        tc.read_for(self, ctx);
+    }
+}
+
+impl TcpEvents for Link {
+    fn data_ready(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>) {
+        stats::inc(Stat::TcpDataReadyCalls);
+        if !self.live() || self.role == Role::Nudge {
+            return;
+        }
+        self.read_cb(sock);
+    }
+
+    fn write_space(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>, room: bool) {
+        stats::inc(Stat::TcpWriteSpaceCalls);
+        if !self.live() || self.role == Role::Nudge {
+            return;
+        }
+        // C: `rds_tcp_write_space`: what TCP's acknowledged sequence passed is settled.
+        let una = sock.snd_una();
+        self.last_seen_una.store(una, Ordering::Relaxed);
+        self.conn
+            .settle_sent(|m| m.tx_mark().is_some_and(|end| tcp_acked(end, una)));
+        if room && self.want_kick.swap(false, Ordering::AcqRel) {
+            self.conn.kick();
+        }
+    }
+
+    fn state_change(self: ArcBorrow<'_, Self>, _sock: &CbSock<'_>, state: TcpState) {
+        if !self.live() {
+            return;
+        }
+        match (state, self.role) {
+            (TcpState::Established, Role::Client) => {
+                self.established.store(true, Ordering::Release);
+                self.conn.connect_complete();
+            }
+            // The peer took the nudge: it resets it and connects back.
+            (TcpState::Established, _) => self.established.store(true, Ordering::Release),
+            (TcpState::CloseWait | TcpState::Close, Role::Nudge)
+                if self.established.load(Ordering::Acquire) => {}
+            // Refused, reset or closed: the core reconnects (the client) or nudges again.
+            (TcpState::CloseWait | TcpState::Close, _) => self.conn.drop_connection(),
+            _ => {}
+        }
+    }
+}

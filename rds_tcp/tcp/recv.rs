@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Receiving: the byte stream split into messages.
+//!
+//! C counterpart: `net/rds/tcp_recv.c` (`rds_tcp_data_recv`, `rds_tcp_read_sock`,
+//! `rds_tcp_data_ready`).
+//!
+//! The socket's data-ready callback reads what TCP holds (`tcp_read_sock`) skb by skb.
+//! [`crate::proto::StreamRx`] says where each header starts and how long its payload is; the
+//! header's 48 bytes are gathered, then the memory for the message is allocated at once (the
+//! incoming message and its payload's buffer or pages, atomically), and the payload is copied
+//! from the skbs straight into it. A complete message goes to [`crate::recv::incoming`].
+//!
+//! When memory runs out, the read stops with the bytes not taken left in the socket (TCP's
+//! receive window then closes on the peer) and the link's receive work tries again in
+//! process context, where it may wait for memory. A header that announces more than 1 MiB
+//! or that the core refuses drops the connection (counted).
+
+use super::conn::Link;
+use crate::bindings::sync::ProcessCtx;
+use crate::bindings::tcp::{Attached, CbSock, ReadStep, SkbData};
+use crate::message::{PayloadBuilder, RxSlot, Target};
+use crate::proto::{Stat, StreamRx, StreamStep, HEADER_LEN};
+use crate::recv::{self, RxCtx};
+use crate::stats;
+use kernel::alloc::Flags;
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+
+/// The memory of a message being received.
+struct Incoming {
+    hdr: [u8; HEADER_LEN],
+    data: PayloadBuilder,
+    slot: RxSlot,
+}
+
+/// Where the receive side of a stream is.
+enum Cur {
+    /// Between messages, or in a header (`StreamRx` has its bytes).
+    Idle,
+    /// A header was taken; the memory for its message could not be allocated yet.
+    NeedMemory { hdr: [u8; HEADER_LEN], len: usize },
+    /// Taking a message's payload.
+    Filling(Incoming),
+    /// The stream cannot go on (the connection is being dropped): nothing more is taken.
+    Broken,
+}
+
+/// The receive side of a link (C: `t_tinc`, `t_tinc_hdr_rem`, `t_tinc_data_rem`).
+pub(crate) struct RxState {
+    stream: StreamRx,
+    cur: Cur,
+}
+
+impl RxState {
+    pub(super) fn new() -> Self {
+        Self {
+            stream: StreamRx::new(),
+            cur: Cur::Idle,
+        }
+    }
+
+    /// Header bytes and payload bytes still to come of the message being received.
+    pub(super) fn remaining(&self) -> (usize, usize) {
+        match &self.cur {
+            Cur::Filling(inc) => (0, inc.data.remaining()),
+            Cur::NeedMemory { len, .. } => (0, *len),
+            Cur::Idle | Cur::Broken => (self.stream.header_missing(), 0),
+        }
+    }
+
+    /// Forgets a message being received (the socket is gone).
+    pub(super) fn reset(&mut self) {
+        *self = Self::new();
+    }
+}
+
+/// How a read of one skb's bytes ended.
+enum Taken {
+    /// All of them.
+    All,
+    /// Stopped after `n` of them.
+    Stopped(usize),
+}
+
+impl Link {
+    /// Reads in a callback of the socket (atomic context).
+    pub(super) fn read_cb(self: ArcBorrow<'_, Self>, sock: &CbSock<'_>) {
+        let mut again = false;
+        // `rx` inside the socket's lock (held by the caller of the callback), taken for each
+        // skb.
+        sock.read(&mut |skb| self.take(&mut self.rx.lock(), skb, GFP_ATOMIC, &mut again));
+        if again {
+            let this: Arc<Self> = self.into();
+            this.read_later();
+        }
+    }
+
+    /// Reads with the socket lock held (process context): first the memory a callback could
+    /// not allocate, waiting for it if needed.
+    pub(super) fn read_locked(self: &Arc<Self>, sock: &Attached, ctx: &ProcessCtx) {
+        if !self.live() {
+            return;
+        }
+        let need = match &self.rx.lock().cur {
+            Cur::NeedMemory { len, .. } => Some(*len),
+            _ => None,
+        };
+        if let Some(len) = need {
+            // Allocated here, where it may wait, outside the lock.
+            match alloc(len, GFP_KERNEL) {
+                Ok((data, slot)) => {
+                    let mut rx = self.rx.lock();
+                    if let Cur::NeedMemory { hdr, .. } = rx.cur {
+                        rx.cur = Cur::Filling(Incoming { hdr, data, slot });
+                        if len == 0 {
+                            self.complete(&mut rx);
+                        }
+                    }
+                }
+                Err(_) => {
+                    stats::inc(Stat::RsTcpRxNomem);
+                    self.conn.drop_connection();
+                    return;
+                }
+            }
+        }
+        let mut again = false;
+        // `rx` inside the socket's lock, which the read takes, for each skb.
+        sock.read(
+            &mut |skb| self.take(&mut self.rx.lock(), skb, GFP_ATOMIC, &mut again),
+            ctx,
+        );
+        if again {
+            self.read_later();
+        }
+    }
+
+    /// Takes the bytes of `skb` into the stream (with `rx` locked, inside the socket's lock).
+    pub(super) fn take(
+        &self,
+        rx: &mut RxState,
+        skb: &SkbData<'_>,
+        flags: Flags,
+        again: &mut bool,
+    ) -> ReadStep {
+        match self.take_bytes(rx, skb, flags) {
+            Taken::All => ReadStep {
+                used: skb.len(),
+                stop: false,
+            },
+            Taken::Stopped(n) => {
+                if !matches!(rx.cur, Cur::Broken) {
+                    *again = true;
+                }
+                ReadStep {
+                    used: n,
+                    stop: true,
+                }
+            }
+        }
+    }
+
+    fn take_bytes(&self, rx: &mut RxState, skb: &SkbData<'_>, flags: Flags) -> Taken {
+        let len = skb.len();
+        let mut pos = 0;
+        while pos < len {
+            match &mut rx.cur {
+                Cur::Broken => return Taken::Stopped(pos),
+                Cur::NeedMemory { hdr, len: mlen } => {
+                    let (hdr, mlen) = (*hdr, *mlen);
+                    if !self.start(rx, hdr, mlen, flags) {
+                        return Taken::Stopped(pos);
+                    }
+                }
+                Cur::Filling(inc) => {
+                    // Payload: straight into the message's memory, then the stream advances
+                    // by what was placed.
+                    let want = len - pos;
+                    let mut placed = 0;
+                    while placed < want {
+                        let n = match inc.data.target(want - placed) {
+                            Ok(Target::Bytes(dst)) => {
+                                let n = dst.len();
+                                if n == 0 || skb.copy(pos + placed, dst).is_err() {
+                                    break;
+                                }
+                                n
+                            }
+                            Ok(Target::Page(page, off, n)) => {
+                                if n == 0 || skb.copy_to_page(pos + placed, page, off, n).is_err() {
+                                    break;
+                                }
+                                n
+                            }
+                            Err(_) => break,
+                        };
+                        inc.data.advance(n);
+                        placed += n;
+                    }
+                    let complete = match rx.stream.next_payload(placed) {
+                        Some(StreamStep::Payload { complete, .. }) => complete,
+                        _ => false,
+                    };
+                    pos += placed;
+                    if complete {
+                        self.complete(rx);
+                    } else if placed < want {
+                        // A copy failed: only a broken skb does that (the memory is all
+                        // there).
+                        self.broken(rx);
+                        return Taken::Stopped(pos);
+                    }
+                }
+                Cur::Idle => {
+                    // Header bytes: gathered by the stream.
+                    let n = rx.stream.header_missing().min(len - pos);
+                    let mut buf = [0u8; HEADER_LEN];
+                    let Some(part) = buf.get_mut(..n) else {
+                        self.broken(rx);
+                        return Taken::Stopped(pos);
+                    };
+                    if skb.copy(pos, part).is_err() {
+                        self.broken(rx);
+                        return Taken::Stopped(pos);
+                    }
+                    match rx.stream.next(part) {
+                        Ok(StreamStep::HeaderPart { used }) => pos += used,
+                        Ok(StreamStep::Header {
+                            used,
+                            header,
+                            bytes,
+                            ..
+                        }) => {
+                            pos += used;
+                            if !self.start(rx, bytes, header.len as usize, flags) {
+                                return Taken::Stopped(pos);
+                            }
+                        }
+                        Ok(StreamStep::Payload { .. }) | Err(_) => {
+                            stats::inc(Stat::RsTcpBadStream);
+                            self.broken(rx);
+                            return Taken::Stopped(pos);
+                        }
+                    }
+                }
+            }
+        }
+        Taken::All
+    }
+
+    /// A header arrived: the memory for its message is allocated (and a message without
+    /// payload is complete at once). False when the memory could not be had: the header
+    /// waits for it.
+    fn start(&self, rx: &mut RxState, hdr: [u8; HEADER_LEN], len: usize, flags: Flags) -> bool {
+        match alloc(len, flags) {
+            Ok((data, slot)) => {
+                rx.cur = Cur::Filling(Incoming { hdr, data, slot });
+                if len == 0 {
+                    self.complete(rx);
+                }
+                true
+            }
+            Err(_) => {
+                stats::inc(Stat::RsTcpRxNomem);
+                rx.cur = Cur::NeedMemory { hdr, len };
+                false
+            }
+        }
+    }
+
+    /// A message is complete: it goes to the core.
+    fn complete(&self, rx: &mut RxState) {
+        let Cur::Filling(inc) = core::mem::replace(&mut rx.cur, Cur::Idle) else {
+            return;
+        };
+        let Ok(payload) = inc.data.finish() else {
+            self.broken(rx);
+            return;
+        };
+        if recv::incoming(&self.conn, &inc.hdr, payload, inc.slot, RxCtx::Atomic).is_err() {
+            // Counted by the core: the stream is not trusted any more.
+            self.broken(rx);
+        }
+    }
+
+    /// The stream cannot go on: the connection is dropped.
+    fn broken(&self, rx: &mut RxState) {
+        rx.cur = Cur::Broken;
+        self.conn.drop_connection();
+    }
+}
+
+/// The memory for a message of `len` payload bytes.
+fn alloc(len: usize, flags: Flags) -> Result<(PayloadBuilder, RxSlot)> {
+    Ok((PayloadBuilder::new(len, flags)?, RxSlot::new(flags)?))
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Sending: a message is its header and then its payload on the stream.
+//!
+//! C counterpart: `net/rds/tcp_send.c` (`rds_tcp_xmit`, `rds_tcp_is_acked`,
+//! `rds_tcp_write_space`).
+//!
+//! Before the first byte of a message goes, the message is marked with the stream position
+//! just past its last byte (TCP's `write_seq` plus its length); the socket's write-space
+//! callback settles every message at the front of the retransmit list whose mark TCP's
+//! acknowledged sequence (`snd_una`) has passed ([`crate::conn::Conn::settle_sent`]). The
+//! header carries no ack (`h_ack` 0) and no checksum, as C's. Payload pages go to TCP by
+//! reference; bytes in kernel buffers are copied. A send that finds the socket full records
+//! how far it got and returns [`XmitError::Full`]; the next write-space callback with room
+//! kicks the connection.
+
+use super::conn::TcpConn;
+use crate::bindings::sync::ProcessCtx;
+use crate::conn::Conn;
+use crate::message::{Frag, Message};
+use crate::proto::{Stat, HEADER_LEN};
+use crate::stats;
+use crate::transport::{XmitError, XmitProgress};
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// The size of the payload's segments ([`crate::message::Payload::segment`]).
+const SEG: usize = 4096;
+
+/// Sends `msg` from where `progress` says (the core's drain, one at a time per connection).
+pub(super) fn xmit(
+    tc: &TcpConn,
+    conn: &Arc<Conn>,
+    msg: &Arc<Message>,
+    progress: &mut XmitProgress,
+    ctx: &ProcessCtx,
+) -> Result<(), XmitError> {
+    let st = tc.state.lock();
+    let Some(cur) = st.as_ref() else {
+        // Going down: the reset requeues the message.
+        return Err(XmitError::Full);
+    };
+    let (sock, link) = (&cur.sock, &cur.link);
+    let len = msg.len as usize;
+    if progress.sent == 0 {
+        let total = (HEADER_LEN + len) as u32;
+        let start = sock.write_seq();
+        let end = start.wrapping_add(total);
+        msg.set_tx_mark(end);
+        link.last_sent_nxt.store(start, Ordering::Relaxed);
+        link.last_expected_una.store(end, Ordering::Relaxed);
+        *tc.tx_hdr.lock() = msg.header(0).encode();
+    }
+    // Whether the send was tried again after a full socket (see `full`).
+    let mut retried = false;
+    while progress.sent < HEADER_LEN + len {
+        let r = if progress.sent < HEADER_LEN {
+            let hdr = *tc.tx_hdr.lock();
+            let part = hdr.get(progress.sent..).unwrap_or(&[]);
+            sock.send_bytes(part, len > 0, ctx)
+        } else {
+            let off = progress.sent - HEADER_LEN;
+            let idx = off / SEG;
+            let at = off % SEG;
+            let more = off + (SEG - at) < len;
+            match msg.data.segment(idx) {
+                Some(Frag::Page(p, o, n)) if at < n => sock.send_page(p, o + at, n - at, more, ctx),
+                Some(Frag::Bytes(b)) if at < b.len() => {
+                    sock.send_bytes(b.get(at..).unwrap_or(&[]), more, ctx)
+                }
+                // The payload does not cover its length: never for the core's messages.
+                _ => {
+                    conn.drop_connection();
+                    return Err(XmitError::Full);
+                }
+            }
+        };
+        match r {
+            Ok(n) if n > 0 => progress.sent += n,
+            Ok(_) | Err(EAGAIN) => {
+                if retried {
+                    stats::inc(Stat::TcpSndbufFull);
+                    return Err(XmitError::Full);
+                }
+                // Asked for the kick first, then tried once more: if that fails too, TCP
+                // holds unacknowledged data, whose acknowledgement calls the write space
+                // after the flag was set.
+                link.want_kick.store(true, Ordering::SeqCst);
+                retried = true;
+            }
+            Err(_) => {
+                // Reset or closed under us (the state callback may have dropped it already).
+                conn.drop_connection();
+                return Err(XmitError::Full);
+            }
+        }
+    }
+    Ok(())
+}
