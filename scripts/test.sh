@@ -32,7 +32,7 @@ host_checks() {
   stage "host: formatting and lints"
   cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
   # The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
-  rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
+  rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
   count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
   cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
   count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"
@@ -71,6 +71,15 @@ if kdir=$(bash "$here/kernel.sh" debug); then
 else
   count kernel_build 1; kdir=
 fi
+# The kernel's RDS selftest under netem faults runs on the plain kernel (no KASAN, no
+# lockdep: its four runs take some 10 minutes there, five times that on the debug kernel);
+# its run without faults, in the debug guest tcp, is the one with every checker on.
+kplain= module_plain=
+if [ -n "$guests" ]; then
+  if ! kplain=$(bash "$here/kernel.sh" plain); then count kernel_build_plain 1; kplain=
+  elif ! module_plain=$(bash "$here/module.sh" "$kplain" test); then count module_build_test_plain 1; kplain=
+  fi
+fi
 
 # The guests, one vCPU each, side by side on the host's cores (harness.py pool); a guest
 # that sleeps or waits leaves its share of the cores to the others:
@@ -105,7 +114,7 @@ guests_t0=$((SECONDS - t0))
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 pair=$top/tests/guest/rdma-pair.sh
 guest=$top/tests/guest
-mkdir -p "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf"
+mkdir -p "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/tcp" "$res/tcpf"
 q() { printf '%q ' "$@"; }
 steps() { # steps NAME CMD-LINES: the guest's commands as a script file (the command travels on
   # the kernel command line, virtme-ng's virtme.exec, base64, which x86 cuts at 2048 bytes).
@@ -120,9 +129,16 @@ cmd_ib=$(steps ib "CHAINED=before $(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$mod
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ib" "$kdir" "$module" "$tests_bin" siw)")
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
+cmd_tcp=$(steps tcp "$(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none)")
+tcpf=()
+if [ -n "$kplain" ]; then
+  cmd_tcpf=$(steps tcpf "$(q "$guest/tcp-selftest.sh" "$res/tcpf" "$kplain" "$module_plain" "$tests_bin" \
+    "-l 10;-c 10;-u 10;-l 10 -c 10 -u 10")")
+  tcpf=(--guest "tcpf=$cmd_tcpf" --guest-kernel "tcpf=$kplain")
+fi
 python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 10 \
   --port "$port" --append-a lockdep.prove_locking=0 --pair-a "$cmd_a" --pair-b "$cmd_b" \
-  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" \
+  --guest "core=$cmd_core" --guest "ib=$cmd_ib" --guest "ibf=$cmd_ibf" --guest "tcp=$cmd_tcp" "${tcpf[@]}" \
   > "$res/pool.log" 2>&1 &
 pool=$!
 }
@@ -138,7 +154,7 @@ if [ -n "$guests" ]; then
   stage "waiting for the guests (started at +${guests_t0}s)"
   wait "$pool" || count harness_pool $?
   cat "$res/pool.log"
-  python3 tests/harness.py times "$res"/{a,b,core,ib,ibf} > "$res/times.txt"
+  python3 tests/harness.py times "$res"/{a,b,core,ib,ibf,tcp,tcpf} > "$res/times.txt"
   cat "$res"/{a,b}/meet-waits.txt 2>/dev/null | sed 's/^/    meeting /'
 else
   finish
@@ -370,8 +386,24 @@ for role in registrant operator; do
   expect+=(--expect "$res/a/ib-pair-c.tap:ib_rdma_pair_c_with_rs_$role"
            --expect "$res/b/ib-pair-rs.tap:ib_rdma_pair_rs_with_c_$role")
 done
+# The kernel's RDS selftest against rds_rs's TCP transport: each run.
+expect+=(--expect "$res/tcp/tcp-selftest.tap:tcp_selftest_none")
+for cfg in l10 c10 u10 l10c10u10; do
+  expect+=(--expect "$res/tcpf/tcp-selftest.tap:tcp_selftest_$cfg")
+done
+# C's rds_tcp against rds_rs's TCP transport, in the pair's last rounds.
+for dir in c_to_rs:a rs_to_c:b; do
+  g=${dir#*:}; d=${dir%:*}; impl=${d%%_*}
+  for fam in v4 v6; do
+    for check in connect pingpong_20 sizes_0_to_1m many_sockets_ports stream_300x8k tos_3_own_connection \
+        ping_port_0 info_tables; do
+      expect+=(--expect "$res/$g/ib-pair-$impl.tap:ib_tcp_${d}_${fam}_$check")
+    done
+    expect+=(--expect "$res/$g/ib-pair-$impl.tap:tcp_pair_${impl}_echo_$fam")
+  done
+done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
-  "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf"
+  "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/tcp" "$res/tcpf"
 if read -r gp gf < "$res/guest-counts"; then
   passed=$((passed + gp)); failed=$((failed + gf))
 else
