@@ -715,6 +715,20 @@ impl RdsSocket {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
     }
 
+    /// `RDS_INFO_TCP_SOCKETS` (`v6` false) or `RDS6_INFO_TCP_SOCKETS`: the TCP sockets of
+    /// the TCP transport's connections. A table that does not decode is an `InvalidData`
+    /// error.
+    pub fn tcp_sockets(&self, v6: bool) -> io::Result<Vec<info::TcpSocketInfo>> {
+        let opt = if v6 {
+            info::RDS6_INFO_TCP_SOCKETS
+        } else {
+            info::RDS_INFO_TCP_SOCKETS
+        };
+        let (each, data) = self.info_items(opt)?;
+        info::decode_table(each, &data, v6)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+    }
+
     /// `RDS_INFO_SOCKETS` (`v6` false) or `RDS6_INFO_SOCKETS`.
     pub fn sockets(&self, v6: bool) -> io::Result<Vec<info::SocketInfo>> {
         let opt = if v6 {

@@ -17,7 +17,10 @@
 #      nobody holds; the check prints how many);
 #   6. the same with the roles swapped: C streams to rds_rs, rds_rs is reloaded;
 #   7. RDMA both ways at once (rds-tests ib-rdma-pair): each side registers memory with
-#      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way.
+#      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way;
+#   8-9. RDS over TCP (C's rds_tcp against rds_rs's TCP transport), the soft-RDMA device
+#      deleted, on new addresses: the echo and client checks again, IPv4 then IPv6, both
+#      sides' clients at once.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT [RDMA-OPS]
 # The guests reach this step at different times (each first runs its own suites) and meet
@@ -197,6 +200,52 @@ if [ $loaded_ok -eq 0 ]; then
       "${impl}_with_${peer_impl}" "$RDMA_OPS" >> "$OUT/$f"
     meet 7
   fi
+  # 8-9. RDS over TCP, C's rds_tcp against rds_rs's TCP transport: the soft-RDMA device goes
+  #    (no address is RDS/IB's any more), and new addresses carry the echo servers and the
+  #    client checks again over TCP (RDS_TESTS_TRANSPORT=tcp), IPv4 (round 8) then IPv6
+  #    (round 9), each side's client against the other's echo server at the same time: the
+  #    smaller address connects, the larger one only nudges (C's rule, both ways).
+  if [ $met -eq 1 ]; then
+    # C's rds_rdma goes first: deleting the device under it corrupts the kernel (rxe's pools
+    # still hold what rds_rdma never gave back: Documentation/c-rds-findings.md). rds_rs
+    # takes its device's removal (ib-faults.sh checks it).
+    if [ $impl = c ]; then
+      rmmod rds_rdma || tap harness.tap not tcp_pair_rmmod_rds_rdma failed "rmmod rds_rdma failed"
+    fi
+    rdma link delete "${SOFT}0"
+    if [ "$ROLE" = a ]; then t=1 pt=2; else t=2 pt=1; fi
+    T4=198.51.100.$t PT4=198.51.100.$pt T6=fd02::$t PT6=fd02::$pt
+    ip addr add "$T4/24" dev "$nics" && ip -6 addr add "$T6/64" dev "$nics" nodad \
+      || tap harness.tap not tcp_pair_addrs failed "could not add the TCP round's addresses"
+    if meet 8s; then
+      RDS_TESTS_TRANSPORT=tcp "$TESTS" ib-echo "$T4" 4100 4 900 1 > "$OUT/tcp-echo-v4.out" 2>&1 & te4=$!
+      RDS_TESTS_TRANSPORT=tcp "$TESTS" ib-echo "$T6" 4100 4 900 1 > "$OUT/tcp-echo-v6.out" 2>&1 & te6=$!
+      wait_until 60 has "$OUT/tcp-echo-v4.out" 'echo bound'
+      wait_until 60 has "$OUT/tcp-echo-v6.out" 'echo bound'
+      tclient() { # tclient FAMILY
+        local me=$T4 peer=$PT4 tag="tcp_${impl}_to_${peer_impl}_$1"
+        [ "$1" = v6 ] && me=$T6 peer=$PT6
+        run_prog harness.tap "tcp_pair_client_$tag" env RDS_TESTS_TRANSPORT=tcp "$TESTS" \
+          ib-client "$me" "$peer" 4100 4 "$tag" >> "$OUT/$f"
+        "$(dirname "$TESTS")/rds-info" -c -6 -C -T > "$OUT/info-after-$tag.txt" 2>&1
+      }
+      if meet 8a; then
+        tclient v4; meet 8 && { tclient v6; meet 9; }
+      fi
+      for pid in $te4 $te6; do
+        wait_until 120 gone "$pid"
+        kill "$pid" 2>/dev/null
+        wait "$pid"
+      done
+      for fam in v4 v6; do
+        if grep -q '^# echoed' "$OUT/tcp-echo-$fam.out"; then
+          tap $f ok "tcp_pair_${impl}_echo_$fam" "$(grep '^# echoed' "$OUT/tcp-echo-$fam.out")"
+        else
+          tap $f not "tcp_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/tcp-echo-$fam.out")"
+        fi
+      done
+    fi
+  fi
   if [ $impl = c ]; then
     unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
   else
@@ -205,8 +254,8 @@ if [ $loaded_ok -eq 0 ]; then
   fi
 else
   tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
-  for r in arrive 0 1 2 3 4 5s 5a 5 6s 6a 6 7; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
+  for r in arrive 0 1 2 3 4 5s 5a 5 6s 6a 6 7 8s 8a 8 9; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
-rdma link delete "${SOFT}0"
+rdma link delete "${SOFT}0" 2>/dev/null
 kmemleak_report
 collect_dmesg

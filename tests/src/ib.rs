@@ -28,6 +28,11 @@
 //!   ends connect to each other at once; the tie-break settles each connection in one attempt
 //!   (see [`duel`]).
 //!
+//! With `RDS_TESTS_TRANSPORT=tcp` in the environment, `ib-echo` and `ib-client` run over the
+//! TCP transport instead (C's `rds_tcp` or rds_rs's): the sockets ask for it, the connection is
+//! listed as `tcp` with its socket in `RDS_INFO_TCP_SOCKETS`, and a type of service maps to 0
+//! (one connection), as TCP's `get_tos_map` does.
+//!
 //! Check names are prefixed by the client's tag (e.g. `rs_to_c_v4`), so that runs in both
 //! directions can be told apart; every check must pass (these are interop checks, not
 //! observations paired with another run).
@@ -53,11 +58,26 @@ fn parse<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
     s.parse().map_err(|_| format!("bad {what} {s}"))
 }
 
-/// An RDS socket on the IB transport bound to `addr`, with room for 1 MiB messages both ways
-/// and sends that wait at most [`ECHO_WAIT`] for room.
+/// Whether the echo server and client run over TCP (`RDS_TESTS_TRANSPORT=tcp`) rather than
+/// IB.
+fn over_tcp() -> bool {
+    std::env::var("RDS_TESTS_TRANSPORT").is_ok_and(|t| t == "tcp")
+}
+
+/// The transport the echo server and client use.
+fn transport() -> Transport {
+    if over_tcp() {
+        Transport::Tcp
+    } else {
+        Transport::Ib
+    }
+}
+
+/// An RDS socket on the IB transport (TCP with `RDS_TESTS_TRANSPORT=tcp`) bound to `addr`,
+/// with room for 1 MiB messages both ways and sends that wait at most [`ECHO_WAIT`] for room.
 fn ib_socket(addr: SocketAddr) -> Result<RdsSocket, String> {
     let s = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
-    s.set_transport(Transport::Ib)
+    s.set_transport(transport())
         .map_err(|e| format!("SO_RDS_TRANSPORT: {}", err_name(&e)))?;
     crate::util::force_buffers(&s, 8 << 20)?;
     // A send that waits for room waits a bounded time.
@@ -187,6 +207,7 @@ pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
     let name = |c: &str| format!("ib_{tag}_{c}");
     let mut buf = vec![0u8; MAX + 1];
     let to = |i: u16| SocketAddr::new(pip, first + i % nports);
+    let tname = if over_tcp() { "tcp" } else { "infiniband" };
     let s = ib_socket(SocketAddr::new(lip, 0))?;
     if tos != 0 {
         // The checks' own connection (the echo server answers on its socket's, TOS 0).
@@ -306,7 +327,7 @@ pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
     // Another type of service: another connection.
     let tos = (|| -> Result<(), String> {
         let t = RdsSocket::new().map_err(|e| format!("socket: {e}"))?;
-        t.set_transport(Transport::Ib)
+        t.set_transport(transport())
             .map_err(|e| format!("SO_RDS_TRANSPORT: {}", err_name(&e)))?;
         t.bind(SocketAddr::new(lip, 0))
             .map_err(|e| format!("bind: {}", err_name(&e)))?;
@@ -321,15 +342,25 @@ pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
                 c.laddr == lip
                     && c.faddr == pip
                     && c.tos.unwrap_or(tos) == tos
-                    && c.transport == "infiniband"
+                    && c.transport == tname
             })
         };
-        if !(has(0) && has(3)) {
+        // Over TCP every type of service maps to 0: one connection.
+        let ok = if over_tcp() {
+            has(0) && (v6 || !has(3))
+        } else {
+            has(0) && has(3)
+        };
+        if !ok {
             return Err(format!("connections {conns:?}"));
         }
         Ok(())
     })();
-    r.check(&name("tos_3_own_connection"), "tos=0,3", tos);
+    r.check(
+        &name("tos_3_own_connection"),
+        if over_tcp() { "tos=0 (tcp)" } else { "tos=0,3" },
+        tos,
+    );
 
     // rds-ping's protocol: a message to port 0 is answered from port 0.
     let ping = (|| -> Result<(), String> {
@@ -352,8 +383,18 @@ pub(crate) fn client(r: &mut Report, args: &[&str]) -> Result<(), String> {
             .iter()
             .find(|c| c.laddr == lip && c.faddr == pip && c.tos.unwrap_or(0) == 0)
             .ok_or_else(|| format!("no connection in {conns:?}"))?;
-        if c.transport != "infiniband" || !c.connected() {
+        if c.transport != tname || !c.connected() {
             return Err(format!("{c:?}"));
+        }
+        if over_tcp() {
+            let t = s
+                .tcp_sockets(v6)
+                .map_err(|e| format!("RDS_INFO_TCP_SOCKETS: {}", err_name(&e)))?;
+            return if t.iter().any(|i| i.local.ip() == lip && i.peer.ip() == pip) {
+                Ok(())
+            } else {
+                Err(format!("no TCP socket in {t:?}"))
+            };
         }
         let ib = s
             .rdma_connections(v6)
