@@ -150,7 +150,7 @@ impl Drop for RdsModule {
             ib.stop_listening();
         }
         if let Some(tcp) = self.tcp.as_mut() {
-            tcp.stop_listening();
+            tcp.stop_listening(&ctx);
         }
         shared.stop_reaper(&ctx);
         drop(self.pernet.take());

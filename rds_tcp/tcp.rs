@@ -56,6 +56,7 @@ use crate::conn::ConnKey;
 use crate::proto::{Addr, RDS_TRANS_TCP};
 use crate::socket::Shared;
 use crate::transport::{join, ConnTransport, Membership, Transport};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -70,6 +71,8 @@ pub(crate) struct TcpTransport {
     /// The listeners, one per namespace (a slot is emptied when its namespace goes).
     #[pin]
     nets: Mutex<KVec<Option<Arc<NetListener>>>>,
+    /// The module is unloading: no listener is made or accepts any more.
+    closing: AtomicBool,
 }
 
 impl TcpTransport {
@@ -78,6 +81,7 @@ impl TcpTransport {
             pin_init!(Self {
                 shared: shared.clone(),
                 nets <- new_mutex!(KVec::new(), "TcpTransport::nets"),
+                closing: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )
@@ -136,11 +140,24 @@ struct Nets {
 
 impl NetHooks for Nets {
     fn net_init(&self, net: NetId, ctx: &ProcessCtx) -> Result {
+        if self.tcp.closing.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let l = NetListener::start(&self.tcp, net, ctx)?;
         let mut nets = self.tcp.nets.lock();
-        match nets.iter_mut().find(|l| l.is_none()) {
-            Some(slot) => *slot = Some(l),
-            None => nets.push(Some(l), GFP_KERNEL)?,
+        let pushed = match nets.iter_mut().find(|l| l.is_none()) {
+            Some(slot) => {
+                *slot = Some(l.clone());
+                Ok(())
+            }
+            None => nets.push(Some(l.clone()), GFP_KERNEL),
+        };
+        drop(nets);
+        if let Err(e) = pushed {
+            // The listener holds itself (its callback's context): closed here, or it would
+            // stay bound.
+            l.stop(ctx);
+            return Err(e.into());
         }
         Ok(())
     }
@@ -170,7 +187,8 @@ impl NetHooks for Nets {
 /// The TCP transport's registrations; dropping it stops the listeners (first) and leaves
 /// the core's registry (after the connections are gone).
 pub(crate) struct TcpModule {
-    nets: Option<NetRegistration>,
+    tcp: Arc<TcpTransport>,
+    _nets: NetRegistration,
     _member: Membership,
 }
 
@@ -180,16 +198,35 @@ impl TcpModule {
     pub(crate) fn new(shared: &Arc<Shared>, ctx: &ProcessCtx) -> Result<Self> {
         let tcp = TcpTransport::new(shared)?;
         let member = join(shared, tcp.clone())?;
-        let nets = NetRegistration::new(Arc::new(Nets { tcp }, GFP_KERNEL)?, ctx)?;
+        let nets = NetRegistration::new(Arc::new(Nets { tcp: tcp.clone() }, GFP_KERNEL)?, ctx)?;
         Ok(Self {
-            nets: Some(nets),
+            tcp,
+            _nets: nets,
             _member: member,
         })
     }
 
     /// Closes every listener (module unload, before the connections are destroyed): no
-    /// connection is accepted afterwards.
-    pub(crate) fn stop_listening(&mut self) {
-        drop(self.nets.take());
+    /// connection is accepted afterwards. The namespace hooks stay registered until the
+    /// module drops this (after the connections are gone): a reconnect until then reads its
+    /// namespace's `net.rds.tcp` buffer sizes, which live as long as the hooks do.
+    pub(crate) fn stop_listening(&mut self, ctx: &ProcessCtx) {
+        self.tcp.closing.store(true, Ordering::Release);
+        let all = {
+            let mut nets = self.tcp.nets.lock();
+            let mut all = KVec::new();
+            for slot in nets.iter_mut() {
+                if let Some(l) = slot.take() {
+                    // Without memory for the list, this one is closed under the lock.
+                    if let Err(kernel::alloc::AllocError) = all.push(l.clone(), GFP_KERNEL) {
+                        l.stop(ctx);
+                    }
+                }
+            }
+            all
+        };
+        for l in all.iter() {
+            l.stop(ctx);
+        }
     }
 }

@@ -114,7 +114,12 @@ impl Parked {
                 }
             }
             Some(sock) => {
-                if this.tries.fetch_add(1, Ordering::Relaxed) >= PARKED_TRIES {
+                let current = tc
+                    .parked
+                    .lock()
+                    .as_ref()
+                    .is_some_and(|p| Arc::ptr_eq(p, &this));
+                if !current || this.tries.fetch_add(1, Ordering::Relaxed) >= PARKED_TRIES {
                     stats::inc(Stat::TcpConnectRaced);
                     sock.reset(ctx);
                     return;
@@ -196,7 +201,9 @@ impl TcpConn {
         };
         let old = self.parked.lock().replace(parked.clone());
         if let Some(o) = old {
-            // The peer gave up the earlier one: its connection attempt is the new one.
+            // The peer gave up the earlier one: its connection attempt is the new one. Its
+            // retry is stopped first (it may hold the socket while it runs).
+            DelayedWork::cancel(&o, ctx);
             let s = o.sock.lock().take();
             if let Some(s) = s {
                 stats::inc(Stat::TcpListenClosedStale);
@@ -276,6 +283,8 @@ impl Current {
         if link.role == Role::Nudge {
             sock.read_and_shut(None, ctx);
         } else {
+            // The memory a header waits for, where the allocation may wait.
+            let _ = link.fill_need(ctx);
             let mut again = false;
             sock.read_and_shut(
                 Some(&mut |skb| link.take(&mut link.rx.lock(), skb, GFP_ATOMIC, &mut again)),
@@ -286,13 +295,11 @@ impl Current {
                 stats::inc(Stat::RsTcpRxNomem);
             }
         }
-        if link.conn.is_destroyed() {
-            // The connection is going for good (its namespace, perhaps): no lingering socket
-            // outlives it (C: `sock_no_linger` when the connection is being destroyed).
-            sock.reset(ctx);
-        } else {
-            drop(sock);
-        }
+        // No linger: everything TCP acknowledged was read and the rest was refused, so
+        // nothing is lost by a reset, and no orphaned socket keeps timers that would outlive
+        // the namespace (C instead takes a namespace reference per socket, which keeps a
+        // namespace with RDS/TCP connections from ever going).
+        sock.reset(ctx);
         link.rx.lock().reset();
     }
 }
@@ -314,6 +321,11 @@ impl ConnTransport for TcpConn {
         if !self.install(conn, Current { sock: a, link }, ctx) {
             return Err(crate::bindings::net::enotconn());
         }
+        // Over a fast link the connection may have come up inside the connect, before the
+        // socket was installed: a drain then found no socket. It goes again now.
+        if conn.state() == crate::proto::ConnState::Up {
+            conn.kick();
+        }
         Ok(())
     }
 
@@ -326,6 +338,8 @@ impl ConnTransport for TcpConn {
             // A parked socket goes with the connection (its work then finds nothing).
             let p = self.parked.lock().take();
             if let Some(p) = p {
+                // Its retry stopped (a pending timer must not fire after the module is gone).
+                DelayedWork::cancel(&p, ctx);
                 let s = p.sock.lock().take();
                 if let Some(s) = s {
                     s.reset(ctx);

@@ -21,6 +21,7 @@ use crate::conn::ConnKey;
 use crate::proto::{tcp_connects, Addr, Stat, RDS_TCP_PORT};
 use crate::stats;
 use crate::transport::Transport;
+use core::sync::atomic::Ordering;
 use kernel::{
     new_mutex,
     prelude::*,
@@ -78,7 +79,9 @@ impl NetListener {
         )?;
         let listen = |v6: bool| -> Result<Listener> {
             let s = TcpSocket::new(net, v6, ctx)?;
-            s.bind(&Addr::ANY.0, RDS_TCP_PORT, 0, ctx)?;
+            // The family's wildcard address.
+            let any = if v6 { Addr::ANY } else { Addr::from_v4([0; 4]) };
+            s.bind(&any.0, RDS_TCP_PORT, 0, ctx)?;
             let ready: Arc<dyn ListenEvents> = Arc::new(Ready { l: l.clone() }, GFP_KERNEL)?;
             s.into_listener(BACKLOG, ready, ctx)
         };
@@ -105,6 +108,9 @@ impl NetListener {
     }
 
     fn accept_worker(this: Arc<Self>, ctx: &ProcessCtx) {
+        if this.tcp.closing.load(Ordering::Acquire) {
+            return;
+        }
         let guard = this.sock.lock();
         let Some(l) = guard.as_ref() else { return };
         loop {

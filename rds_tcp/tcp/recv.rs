@@ -102,28 +102,9 @@ impl Link {
         if !self.live() {
             return;
         }
-        let need = match &self.rx.lock().cur {
-            Cur::NeedMemory { len, .. } => Some(*len),
-            _ => None,
-        };
-        if let Some(len) = need {
-            // Allocated here, where it may wait, outside the lock.
-            match alloc(len, GFP_KERNEL) {
-                Ok((data, slot)) => {
-                    let mut rx = self.rx.lock();
-                    if let Cur::NeedMemory { hdr, .. } = rx.cur {
-                        rx.cur = Cur::Filling(Incoming { hdr, data, slot });
-                        if len == 0 {
-                            self.complete(&mut rx);
-                        }
-                    }
-                }
-                Err(_) => {
-                    stats::inc(Stat::RsTcpRxNomem);
-                    self.conn.drop_connection();
-                    return;
-                }
-            }
+        if !self.fill_need(ctx) {
+            self.conn.drop_connection();
+            return;
         }
         let mut again = false;
         // `rx` inside the socket's lock, which the read takes, for each skb.
@@ -133,6 +114,37 @@ impl Link {
         );
         if again {
             self.read_later();
+        }
+    }
+
+    /// Allocates (where it may wait) the memory a header is waiting for, if one is; false
+    /// when there is none to be had.
+    pub(super) fn fill_need(&self, _ctx: &ProcessCtx) -> bool {
+        loop {
+            let need = match &self.rx.lock().cur {
+                Cur::NeedMemory { len, .. } => *len,
+                _ => return true,
+            };
+            // Outside the lock: it may sleep.
+            let Ok((data, slot)) = alloc(need, GFP_KERNEL) else {
+                stats::inc(Stat::RsTcpRxNomem);
+                return false;
+            };
+            let mut rx = self.rx.lock();
+            match rx.cur {
+                // Still the header this memory is for (a callback may have taken that one and
+                // stopped at the next meanwhile: then this memory goes and the loop looks
+                // again).
+                Cur::NeedMemory { hdr, len } if len == need => {
+                    rx.cur = Cur::Filling(Incoming { hdr, data, slot });
+                    if len == 0 {
+                        self.complete(&mut rx);
+                    }
+                    return true;
+                }
+                Cur::NeedMemory { .. } => continue,
+                _ => return true,
+            }
         }
     }
 
