@@ -96,6 +96,23 @@ if [ $loaded_ok -eq 0 ]; then
     grep -q '^failed' "$PEER_OUT/pair-r$1" && { met=0; return 1; }
     return 0
   }
+  # echoes_done CHECK OUT-PREFIX PID4 PID6: waits (bounded) for the two echo servers, which
+  # the other side's clients stop, then a check per family that each echoed.
+  echoes_done() {
+    local check=$1 pre=$2 pid fam; shift 2
+    for pid in "$@"; do
+      wait_until 120 gone "$pid"
+      kill "$pid" 2>/dev/null
+      wait "$pid"
+    done
+    for fam in v4 v6; do
+      if grep -q '^# echoed' "$pre-$fam.out"; then
+        tap $f ok "${check}_$fam" "$(grep '^# echoed' "$pre-$fam.out")"
+      else
+        tap $f not "${check}_$fam" none "$(tail -3 "$pre-$fam.out")"
+      fi
+    done
+  }
   # Both guests are here before anything with a lifetime starts: the echo servers' bound
   # (1200 s) counts from the meeting, not from whenever this side finished its suites.
   meet arrive
@@ -122,18 +139,7 @@ if [ $loaded_ok -eq 0 ]; then
       && { client v4 7; meet 3; } && { client v6 7; meet 4; }
   fi
   # The other side's clients stop our echo servers when they are done; bounded.
-  for pid in $echo4 $echo6; do
-    wait_until 120 gone "$pid"
-    kill "$pid" 2>/dev/null
-    wait "$pid"
-  done
-  for fam in v4 v6; do
-    if grep -q '^# echoed' "$OUT/ib-echo-pair-$fam.out"; then
-      tap $f ok "ib_pair_${impl}_echo_$fam" "$(grep '^# echoed' "$OUT/ib-echo-pair-$fam.out")"
-    else
-      tap $f not "ib_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/ib-echo-pair-$fam.out")"
-    fi
-  done
+  echoes_done ib_pair_${impl}_echo "$OUT/ib-echo-pair" $echo4 $echo6
   # The project's rds-ping and rds-info -I against the other side over the IPv4 connection
   # the rounds left up (either end may be C or rds_rs): three pings answered, and the IB
   # connection listed with both addresses. Each ping waits its interval (3 s) for its reply:
@@ -232,18 +238,7 @@ if [ $loaded_ok -eq 0 ]; then
       if meet 8a; then
         tclient v4; meet 8 && { tclient v6; meet 9; }
       fi
-      for pid in $te4 $te6; do
-        wait_until 120 gone "$pid"
-        kill "$pid" 2>/dev/null
-        wait "$pid"
-      done
-      for fam in v4 v6; do
-        if grep -q '^# echoed' "$OUT/tcp-echo-$fam.out"; then
-          tap $f ok "tcp_pair_${impl}_echo_$fam" "$(grep '^# echoed' "$OUT/tcp-echo-$fam.out")"
-        else
-          tap $f not "tcp_pair_${impl}_echo_$fam" none "$(tail -3 "$OUT/tcp-echo-$fam.out")"
-        fi
-      done
+      echoes_done tcp_pair_${impl}_echo "$OUT/tcp-echo" $te4 $te6
     fi
   fi
   if [ $impl = c ]; then
