@@ -304,6 +304,12 @@ impl Attached {
         self.sock.names()
     }
 
+    /// The state.
+    pub(crate) fn state(&self) -> TcpState {
+        // SAFETY: The socket is live (owned).
+        TcpState::from_raw(unsafe { raw::rds_rs_tcp_state(self.as_ptr()) })
+    }
+
     /// TCP's next sequence number to send (`write_seq`): where the next byte queued goes.
     pub(crate) fn write_seq(&self) -> u32 {
         // SAFETY: The socket is live (owned).

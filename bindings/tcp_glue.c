@@ -294,6 +294,11 @@ void rds_rs_tcp_release(struct socket *sock)
 	sock_release(sock);
 }
 
+int rds_rs_tcp_state(struct socket *sock)
+{
+	return READ_ONCE(sock->sk->sk_state);
+}
+
 u32 rds_rs_tcp_snd_una(struct socket *sock)
 {
 	return READ_ONCE(tcp_sk(sock->sk)->snd_una);

@@ -46,6 +46,7 @@ int rds_rs_tcp_listen(struct socket *sock, int backlog);
 int rds_rs_tcp_accept(struct socket *lsock, struct socket **out);
 void rds_rs_tcp_reset(struct socket *sock);
 void rds_rs_tcp_release(struct socket *sock);
+int rds_rs_tcp_state(struct socket *sock);
 u32 rds_rs_tcp_snd_una(struct socket *sock);
 u32 rds_rs_tcp_write_seq(struct socket *sock);
 /* Local and peer address and port (host order), and the bound device of a connected socket. */

@@ -257,6 +257,14 @@ impl TcpConn {
         conn.connect_complete();
         // What arrived before the callbacks were ours is read now.
         link.read_now(self, ctx);
+        // So is a close that came before them (the peer's FIN or reset): no state change
+        // will tell it any more.
+        let gone = self.state.lock().as_ref().is_some_and(|c| {
+            Arc::ptr_eq(&c.link, &link) && c.sock.state() != TcpState::Established
+        });
+        if gone {
+            conn.drop_connection();
+        }
         None
     }
 
