@@ -391,6 +391,13 @@ expect+=(--expect "$res/tcp/tcp-selftest.tap:tcp_selftest_none")
 for cfg in l10 c10 u10 l10c10u10; do
   expect+=(--expect "$res/tcpf/tcp-selftest.tap:tcp_selftest_$cfg")
 done
+# Hostile peers over TCP from a raw socket, after the selftest runs, in both guests.
+for g in tcp tcpf; do
+  for case in h_len_over_1mib garbage truncated_header announce_1mib_then_silence silent; do
+    expect+=(--expect "$res/$g/tcp-hostile.tap:tcp_hostile_$case"
+             --expect "$res/$g/tcp-hostile.tap:tcp_hostile_${case}_rds_after")
+  done
+done
 # C's rds_tcp against rds_rs's TCP transport, in the pair's last rounds.
 for dir in c_to_rs:a rs_to_c:b; do
   g=${dir#*:}; d=${dir%:*}; impl=${d%%_*}

@@ -6,8 +6,10 @@
 # duplication, all three at once. Between runs the two namespaces are deleted (with whatever
 # rds_rs still holds in them) and the next run makes them again.
 #   tcp-selftest.sh OUT KDIR MODULE TESTS-BIN [CONFIGS]
-# CONFIGS (the short loop): the configurations to run, `;`-separated (`none;-l 10`).
-# Results: tcp-selftest.tap (one check per run), selftest-N.log (each run's output).
+# CONFIGS (the short loop): the configurations to run, `;`-separated (`none;-l 10`), or `skip`.
+# Then hostile peers from a raw TCP socket (tcp-hostile.py).
+# Results: tcp-selftest.tap (one check per run), selftest-N.log (each run's output),
+# tcp-hostile.tap.
 set -u
 OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 CONFIGS=${5:-none;-l 10;-c 10;-u 10;-l 10 -c 10 -u 10}
 . "$(dirname "$0")/common.sh"
@@ -34,6 +36,7 @@ fi
 load_rs || { tap harness.tap not load_rs failed "insmod failed"; kmemleak_report; collect_dmesg; exit 1; }
 n=0
 IFS=';' read -r -a cfgs <<< "$CONFIGS"
+[ "$CONFIGS" = skip ] && cfgs=()   # the short loop: the hostile peers only
 for cfg in "${cfgs[@]}"; do
   n=$((n + 1))
   args=; [ "$cfg" = none ] || args=$cfg
@@ -72,6 +75,20 @@ for cfg in "${cfgs[@]}"; do
   # The namespaces go with their connections and listeners (whatever is still in flight).
   ip netns del net0 2>/dev/null; ip netns del net1 2>/dev/null
 done
+# Hostile peers from a raw TCP socket (tcp-hostile.py): two namespaces on a veth pair, as the
+# selftest makes them, then deleted with whatever the cases left.
+ip netns add net0 && ip netns add net1 && ip link add veth0 type veth peer name veth1 \
+  && ip link set veth0 netns net0 up && ip link set veth1 netns net1 up \
+  && ip -n net0 addr add 10.0.0.1/32 dev veth0 && ip -n net1 addr add 10.0.0.2/32 dev veth1 \
+  && ip -n net0 route add 10.0.0.2/32 dev veth0 && ip -n net1 route add 10.0.0.1/32 dev veth1 \
+  && ip -n net0 link set lo up && ip -n net1 link set lo up \
+  || tap harness.tap not tcp_hostile_setup failed "could not make the namespaces"
+tl "start tcp_hostile"
+timeout 300 python3 -u "$(dirname "$0")/tcp-hostile.py" "$(dirname "$TESTS")/rds-info" > "$OUT/tcp-hostile.tap" 2> "$OUT/tcp-hostile.err"
+rc=$?
+tl "stop tcp_hostile"
+[ $rc -eq 0 ] || tap harness.tap not tcp_hostile_exit "rc=$rc" "$(tail -3 "$OUT/tcp-hostile.err" | tr '\n' ' ')"
+ip netns del net0 2>/dev/null; ip netns del net1 2>/dev/null
 # What the namespaces held went with them: the unload finds no connection left (a leak would
 # be reported by the module, which the judge reads in the kernel log).
 unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
