@@ -151,25 +151,22 @@ def main():
         ex = rds_exchange(name)
         tap(ex, f"tcp_hostile_{name}_rds_after", "both ways" if ex else "no exchange")
 
-    def too_long():
+    def dropped_counted(data):
+        """`data` makes rds_rs drop the connection at once, counted in rs_tcp_bad_stream."""
         before = counter("rs_tcp_bad_stream")
         s = raw_peer()
-        s.sendall(header(1, (1 << 20) + 1))
+        s.sendall(data)
         closed = closed_by_peer(s, 10)
         s.close()
         after = counter("rs_tcp_bad_stream")
         ok = closed and before is not None and after == before + 1
         return ok, f"closed={closed} rs_tcp_bad_stream {before}->{after}"
 
+    def too_long():
+        return dropped_counted(header(1, (1 << 20) + 1))
+
     def garbage():
-        before = counter("rs_tcp_bad_stream")
-        s = raw_peer()
-        s.sendall(b"\xff" * 4096)
-        closed = closed_by_peer(s, 10)
-        s.close()
-        after = counter("rs_tcp_bad_stream")
-        ok = closed and before is not None and after == before + 1
-        return ok, f"closed={closed} rs_tcp_bad_stream {before}->{after}"
+        return dropped_counted(b"\xff" * 4096)
 
     def truncated():
         s = raw_peer()
