@@ -146,20 +146,12 @@ impl TcpSocket {
         f: Option<&mut dyn FnMut(&SkbData<'_>) -> ReadStep>,
         _ctx: &ProcessCtx,
     ) {
-        match f {
-            Some(f) => {
-                let mut f = f;
-                let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
-                // SAFETY: The socket is live (type invariant); `arg` outlives the call, which
-                // runs the actor only during it, with the socket lock held (`_ctx`: process
-                // context).
-                unsafe { raw::rds_rs_tcp_read_shutdown(self.as_ptr(), arg.cast()) };
-            }
-            None => {
-                // SAFETY: As above, with nothing read.
-                unsafe { raw::rds_rs_tcp_read_shutdown(self.as_ptr(), ptr::null_mut()) };
-            }
-        }
+        let mut f = f;
+        let arg = f.as_mut().map_or(ptr::null_mut(), actor_arg);
+        // SAFETY: The socket is live (type invariant); `arg` is null or borrows `f`, which
+        // outlives the call, which runs the actor only during it, with the socket lock held
+        // (`_ctx`: process context).
+        unsafe { raw::rds_rs_tcp_read_shutdown(self.as_ptr(), arg) };
     }
 
     /// Resets the connection (no linger: the peer gets a RST) and releases the socket.
@@ -357,10 +349,10 @@ impl Attached {
         _ctx: &ProcessCtx,
     ) -> i32 {
         let mut f = f;
-        let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
-        // SAFETY: The socket is live (owned); `arg` outlives the call, which runs the actor
-        // only during it; the socket lock is taken, which `_ctx` allows.
-        unsafe { raw::rds_rs_tcp_read_locked(self.as_ptr(), arg.cast()) }
+        // SAFETY: The socket is live (owned); the actor's argument borrows `f`, which outlives
+        // the call, which runs the actor only during it; the socket lock is taken, which
+        // `_ctx` allows.
+        unsafe { raw::rds_rs_tcp_read_locked(self.as_ptr(), actor_arg(&mut f)) }
     }
 
     /// Detaches the callbacks (when this returns, none runs with the handler any more) and
@@ -407,10 +399,9 @@ impl CbSock<'_> {
     /// took ([`ReadStep`]). Returns the bytes read (or a negative errno).
     pub(crate) fn read(&self, f: &mut dyn FnMut(&SkbData<'_>) -> ReadStep) -> i32 {
         let mut f = f;
-        let arg: *mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep = &mut f;
         // SAFETY: In a callback of the socket, which owns it (softirq or its lock's owner):
-        // `tcp_read_sock` may run; `arg` outlives the call.
-        unsafe { raw::rds_rs_tcp_read(self.ptr.as_ptr(), arg.cast()) }
+        // `tcp_read_sock` may run; the actor's argument borrows `f`, which outlives the call.
+        unsafe { raw::rds_rs_tcp_read(self.ptr.as_ptr(), actor_arg(&mut f)) }
     }
 
     /// The oldest byte the peer has not acknowledged (`snd_una`).
@@ -418,6 +409,12 @@ impl CbSock<'_> {
         // SAFETY: The socket is live during the callback.
         unsafe { raw::rds_rs_tcp_snd_una(self.ptr.as_ptr()) }
     }
+}
+
+/// What the C reads take as their actor's argument: a pointer to `f` (a `&mut dyn`, a thin
+/// pointer to a fat one, which [`rds_rs_tcp_cb_recv`] casts back), valid while `f` is borrowed.
+fn actor_arg(f: &mut &mut dyn FnMut(&SkbData<'_>) -> ReadStep) -> *mut c_void {
+    ptr::from_mut(f).cast()
 }
 
 /// What a read's `f` did with the data it was given.

@@ -22,10 +22,10 @@ use crate::conn::Conn;
 use crate::message::Message;
 use crate::proto::{
     check_info_request, encode_counter, info_outcome, Addr, ConnInfo, InfoOutcome, MsgInfo,
-    RdmaConnInfo, SockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN, INFO6_RDMA_CONNECTION_LEN,
-    INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN, INFO_COUNTER_LEN,
-    INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN, INFO_TCP_SOCKET_LEN,
-    RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS, RDS6_INFO_RECV_MESSAGES,
+    RdmaConnInfo, SockInfo, TcpSockInfo, INFO6_CONNECTION_LEN, INFO6_MESSAGE_LEN,
+    INFO6_RDMA_CONNECTION_LEN, INFO6_SOCKET_LEN, INFO6_TCP_SOCKET_LEN, INFO_CONNECTION_LEN,
+    INFO_COUNTER_LEN, INFO_MESSAGE_LEN, INFO_RDMA_CONNECTION_LEN, INFO_SOCKET_LEN,
+    INFO_TCP_SOCKET_LEN, RDS6_INFO_CONNECTIONS, RDS6_INFO_IB_CONNECTIONS, RDS6_INFO_RECV_MESSAGES,
     RDS6_INFO_RETRANS_MESSAGES, RDS6_INFO_SEND_MESSAGES, RDS6_INFO_SOCKETS, RDS6_INFO_TCP_SOCKETS,
     RDS_INFO_CONNECTIONS, RDS_INFO_COUNTERS, RDS_INFO_IB_CONNECTIONS, RDS_INFO_RECV_MESSAGES,
     RDS_INFO_RETRANS_MESSAGES, RDS_INFO_SEND_MESSAGES, RDS_INFO_SOCKETS, RDS_INFO_TCP_SOCKETS,
@@ -170,6 +170,7 @@ record!(
     INFO_RDMA_CONNECTION_LEN,
     INFO6_RDMA_CONNECTION_LEN
 );
+record!(TcpSockInfo, INFO_TCP_SOCKET_LEN, INFO6_TCP_SOCKET_LEN);
 
 /// `getsockopt(SOL_RDS, RDS_INFO_*)`: `len` is the caller's `optlen`.
 pub(crate) fn getsockopt(sock: &Sock<Rds>, optname: i32, len: i32, out: &OptOut) -> Result<i32> {
@@ -291,14 +292,7 @@ fn ib_connections(shared: &Shared, len: usize, v6: bool) -> Result<Records> {
 /// `rds6_tcp_tc_info`): the TCP socket of every connection of the namespace that has one; the
 /// IPv4 table leaves IPv6 connections out.
 fn tcp_sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
-    let mut r = Records::new(
-        if v6 {
-            INFO6_TCP_SOCKET_LEN
-        } else {
-            INFO_TCP_SOCKET_LEN
-        },
-        len,
-    );
+    let mut r = Records::new(TcpSockInfo::len(v6), len);
     shared.conns.try_for_each(net, |c| {
         if !v6 && !is_v4(&c.key.laddr) {
             return Ok(());
@@ -307,11 +301,7 @@ fn tcp_sockets(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Reco
             return Ok(());
         };
         info.tos = c.key.tos;
-        if v6 {
-            r.add(&info.encode_v6(), Some(GFP_KERNEL))
-        } else {
-            r.add(&info.encode_v4(), Some(GFP_KERNEL))
-        }
+        r.add_rec(&info, v6, Some(GFP_KERNEL))
     })?;
     Ok(r)
 }

@@ -38,7 +38,7 @@
 //! | lock | kind | taken inside |
 //! |---|---|---|
 //! | `TcpTransport::nets` | mutex | none |
-//! | `listen::NetListener::sock` | mutex | none |
+//! | `listen::NetListener::sock` | mutex | `TcpTransport::nets` (unload) |
 //! | `conn::TcpConn::state` | mutex | `NetListener::sock` |
 //! | `conn::Link::rx` | BH spinlock | `TcpConn::state` (the socket's callbacks: none) |
 //!
@@ -108,7 +108,7 @@ impl Transport for TcpTransport {
         key: &ConnKey,
         _ctx: &ProcessCtx,
     ) -> Result<Arc<dyn ConnTransport>> {
-        let c: Arc<dyn ConnTransport> = conn::TcpConn::new(*key, self.into())?;
+        let c: Arc<dyn ConnTransport> = conn::TcpConn::new(*key)?;
         Ok(c)
     }
 
@@ -126,9 +126,8 @@ impl Transport for TcpTransport {
         true
     }
 
-    fn tos_map(&self, tos: u8) -> Option<u8> {
+    fn tos_map(&self, _tos: u8) -> Option<u8> {
         // C: `rds_tcp_get_tos_map`: every TOS maps to 0.
-        let _ = tos;
         Some(0)
     }
 }
@@ -212,20 +211,8 @@ impl TcpModule {
     /// namespace's `net.rds.tcp` buffer sizes, which live as long as the hooks do.
     pub(crate) fn stop_listening(&mut self, ctx: &ProcessCtx) {
         self.tcp.closing.store(true, Ordering::Release);
-        let all = {
-            let mut nets = self.tcp.nets.lock();
-            let mut all = KVec::new();
-            for slot in nets.iter_mut() {
-                if let Some(l) = slot.take() {
-                    // Without memory for the list, this one is closed under the lock.
-                    if let Err(kernel::alloc::AllocError) = all.push(l.clone(), GFP_KERNEL) {
-                        l.stop(ctx);
-                    }
-                }
-            }
-            all
-        };
-        for l in all.iter() {
+        let mut nets = self.tcp.nets.lock();
+        for l in nets.iter_mut().filter_map(Option::take) {
             l.stop(ctx);
         }
     }

@@ -13,8 +13,8 @@
 //! too, and the peer (C or rds-rs) resets that connection and connects back. A nudge is never
 //! used to carry data; if the peer refuses it, the connection drops and the core's backoff
 //! nudges again. An accepted connection is installed when the RDS connection is down, or
-//! connecting with only a nudge out (the nudge is dropped); otherwise it is reset (C's answer
-//! to a duel) and the peer retries.
+//! connecting with only a nudge out (the nudge is dropped); otherwise it waits, parked, for
+//! the connection to be down (C resets it, and loses what TCP had acknowledged on it).
 //!
 //! # Incarnations
 //!
@@ -23,7 +23,6 @@
 //! before its socket is detached; a retired link's callbacks and work change nothing.
 
 use super::recv::RxState;
-use super::TcpTransport;
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::sys::{
     impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
@@ -56,20 +55,28 @@ pub(super) enum Role {
 pub(super) struct Current {
     pub(super) sock: Attached,
     pub(super) link: Arc<Link>,
+    /// The header of the message being sent (written when the drain starts a message, read
+    /// while it sends the rest).
+    pub(super) tx_hdr: [u8; crate::proto::HEADER_LEN],
+}
+
+impl Current {
+    fn new(sock: Attached, link: Arc<Link>) -> Self {
+        Self {
+            sock,
+            link,
+            tx_hdr: [0; crate::proto::HEADER_LEN],
+        }
+    }
 }
 
 /// The transport's state of one connection.
 #[pin_data]
 pub(crate) struct TcpConn {
     key: ConnKey,
-    tcp: Arc<TcpTransport>,
     /// The current socket and its link (process context).
     #[pin]
     pub(super) state: Mutex<Option<Current>>,
-    /// The header of the message being sent (the drain's alone: written when it starts a
-    /// message, read while it sends the rest).
-    #[pin]
-    pub(super) tx_hdr: SpinLockBh<[u8; crate::proto::HEADER_LEN]>,
     /// An accepted socket waiting for the connection to go down, to be installed then.
     #[pin]
     parked: Mutex<Option<Arc<Parked>>>,
@@ -137,13 +144,11 @@ fn park_delay() -> u64 {
 }
 
 impl TcpConn {
-    pub(super) fn new(key: ConnKey, tcp: Arc<TcpTransport>) -> Result<Arc<Self>> {
+    pub(super) fn new(key: ConnKey) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 key,
-                tcp,
                 state <- new_mutex!(None, "TcpConn::state"),
-                tx_hdr <- new_spinlock_bh!([0; crate::proto::HEADER_LEN], "TcpConn::tx_hdr"),
                 parked <- new_mutex!(None, "TcpConn::parked"),
             }),
             GFP_KERNEL_ACCOUNT,
@@ -216,18 +221,15 @@ impl TcpConn {
     /// Installs an accepted socket if the connection can take it now (down, or connecting
     /// with only a nudge out); gives it back otherwise.
     fn adopt(&self, conn: &Arc<Conn>, sock: TcpSocket, ctx: &ProcessCtx) -> Option<TcpSocket> {
-        let mut st = self.state.lock();
+        let st = self.state.lock();
         let nudging = st.as_ref().is_some_and(|c| c.link.role == Role::Nudge);
         let claimed =
             conn.try_accept() || (nudging && conn.state() == crate::proto::ConnState::Connecting);
         if !claimed {
             return Some(sock);
         }
-        let old = st.take();
+        // A nudge still there goes when the accepted socket takes its place (`install`).
         drop(st);
-        if let Some(o) = old {
-            o.close(ctx);
-        }
         let link = match Link::new(conn.clone(), Role::Accepted) {
             Ok(l) => l,
             Err(_) => {
@@ -244,19 +246,12 @@ impl TcpConn {
                 return None;
             }
         };
-        if !self.install(
-            conn,
-            Current {
-                sock: a,
-                link: link.clone(),
-            },
-            ctx,
-        ) {
+        if !self.install(conn, Current::new(a, link.clone()), ctx) {
             return None;
         }
         conn.connect_complete();
         // What arrived before the callbacks were ours is read now.
-        link.read_now(self, ctx);
+        self.read_for(&link, ctx);
         // So is a close that came before them (the peer's FIN or reset): no state change
         // will tell it any more.
         let gone = self.state.lock().as_ref().is_some_and(|c| {
@@ -326,7 +321,7 @@ impl ConnTransport for TcpConn {
         let link = Link::new(conn.clone(), role)?;
         let handler: Arc<dyn TcpEvents> = link.clone();
         let a = sock.connect(&faddr.0, RDS_TCP_PORT, 0, handler, ctx)?;
-        if !self.install(conn, Current { sock: a, link }, ctx) {
+        if !self.install(conn, Current::new(a, link), ctx) {
             return Err(crate::bindings::net::enotconn());
         }
         // Over a fast link the connection may have come up inside the connect, before the
@@ -451,11 +446,6 @@ impl Link {
         if let Some(tc) = this.conn.tstate::<TcpConn>() {
             tc.read_for(&this, ctx);
         }
-    }
-
-    /// Reads what the socket holds now (process context, the link current).
-    fn read_now(self: &Arc<Self>, tc: &TcpConn, ctx: &ProcessCtx) {
-        tc.read_for(self, ctx);
     }
 }
 

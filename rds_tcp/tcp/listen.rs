@@ -127,14 +127,17 @@ impl NetListener {
 
     /// Matches an accepted socket to its connection (C: `rds_tcp_accept_one`).
     fn accept_one(&self, sock: TcpSocket, ctx: &ProcessCtx) {
+        // A socket for no connection of TCP's is reset, and counted.
+        let refuse = |sock: TcpSocket| {
+            stats::inc(Stat::RsTcpAcceptRefused);
+            sock.reset(ctx);
+        };
         let n = sock.names();
         let (laddr, faddr) = (Addr(n.laddr), Addr(n.faddr));
         sock.tune(self.net, ctx);
         // C: a connection from an address of this host comes over loopback only.
         if btcp::addr_is_local(self.net, &n.faddr, n.dev_if, ctx) {
-            stats::inc(Stat::RsTcpAcceptRefused);
-            sock.reset(ctx);
-            return;
+            return refuse(sock);
         }
         let key = ConnKey {
             net: self.net,
@@ -144,19 +147,12 @@ impl NetListener {
         };
         let shared = &self.tcp.shared;
         let t: Arc<dyn Transport> = self.tcp.clone();
-        let conn = match shared.conns.get_passive(shared, key, &t, ctx) {
-            Ok(c) => c,
-            Err(_) => {
-                stats::inc(Stat::RsTcpAcceptRefused);
-                sock.reset(ctx);
-                return;
-            }
+        let Ok(conn) = shared.conns.get_passive(shared, key, &t, ctx) else {
+            return refuse(sock);
         };
         let Some(tc) = conn.tstate::<TcpConn>() else {
             // A connection of another transport between the same addresses.
-            stats::inc(Stat::RsTcpAcceptRefused);
-            sock.reset(ctx);
-            return;
+            return refuse(sock);
         };
         if !tcp_connects(&faddr, &laddr) {
             // The peer has the larger address: it only nudges; this side connects.

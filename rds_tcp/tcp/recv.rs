@@ -136,10 +136,7 @@ impl Link {
                 // stopped at the next meanwhile: then this memory goes and the loop looks
                 // again).
                 Cur::NeedMemory { hdr, len } if len == need => {
-                    rx.cur = Cur::Filling(Incoming { hdr, data, slot });
-                    if len == 0 {
-                        self.complete(&mut rx);
-                    }
+                    self.begin(&mut rx, Incoming { hdr, data, slot });
                     return true;
                 }
                 Cur::NeedMemory { .. } => continue,
@@ -267,10 +264,7 @@ impl Link {
     fn start(&self, rx: &mut RxState, hdr: [u8; HEADER_LEN], len: usize, flags: Flags) -> bool {
         match alloc(len, flags) {
             Ok((data, slot)) => {
-                rx.cur = Cur::Filling(Incoming { hdr, data, slot });
-                if len == 0 {
-                    self.complete(rx);
-                }
+                self.begin(rx, Incoming { hdr, data, slot });
                 true
             }
             Err(_) => {
@@ -278,6 +272,16 @@ impl Link {
                 rx.cur = Cur::NeedMemory { hdr, len };
                 false
             }
+        }
+    }
+
+    /// The memory for a header's message is there: its payload is taken from now on (a
+    /// message without payload is complete at once).
+    fn begin(&self, rx: &mut RxState, inc: Incoming) {
+        let empty = inc.data.remaining() == 0;
+        rx.cur = Cur::Filling(inc);
+        if empty {
+            self.complete(rx);
         }
     }
 

@@ -36,27 +36,26 @@ pub(super) fn xmit(
     progress: &mut XmitProgress,
     ctx: &ProcessCtx,
 ) -> Result<(), XmitError> {
-    let st = tc.state.lock();
-    let Some(cur) = st.as_ref() else {
+    let mut st = tc.state.lock();
+    let Some(cur) = st.as_mut() else {
         // Going down: the reset requeues the message.
         return Err(XmitError::Full);
     };
-    let (sock, link) = (&cur.sock, &cur.link);
     let len = msg.len as usize;
     if progress.sent == 0 {
         let total = (HEADER_LEN + len) as u32;
-        let start = sock.write_seq();
+        let start = cur.sock.write_seq();
         let end = start.wrapping_add(total);
         msg.set_tx_mark(end);
-        link.last_sent_nxt.store(start, Ordering::Relaxed);
-        link.last_expected_una.store(end, Ordering::Relaxed);
-        *tc.tx_hdr.lock() = msg.header(0).encode();
+        cur.link.last_sent_nxt.store(start, Ordering::Relaxed);
+        cur.link.last_expected_una.store(end, Ordering::Relaxed);
+        cur.tx_hdr = msg.header(0).encode();
     }
-    // Whether the send was tried again after a full socket (see `full`).
+    let (sock, link, hdr) = (&cur.sock, &cur.link, &cur.tx_hdr);
+    // Whether the send was tried again after the socket was found full.
     let mut retried = false;
     while progress.sent < HEADER_LEN + len {
         let r = if progress.sent < HEADER_LEN {
-            let hdr = *tc.tx_hdr.lock();
             let part = hdr.get(progress.sent..).unwrap_or(&[]);
             sock.send_bytes(part, len > 0, ctx)
         } else {
