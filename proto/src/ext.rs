@@ -18,6 +18,8 @@ pub const EXTHDR_RDMA_DEST: u8 = 3;
 pub const EXTHDR_NPATHS: u8 = 5;
 /// Type byte of [`Ext::GenNum`] (`RDS_EXTHDR_GEN_NUM`).
 pub const EXTHDR_GEN_NUM: u8 = 6;
+/// Type byte of [`Ext::SportIdx`] (`RDS_EXTHDR_SPORT_IDX`, after Linux 6.12).
+pub const EXTHDR_SPORT_IDX: u8 = 8;
 
 /// One extension header; all payload fields are big-endian on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +45,9 @@ pub enum Ext {
     Npaths(u16),
     /// Connection generation number (be32).
     GenNum(u32),
+    /// The sender's TCP client connections carry their path's index in the low three bits
+    /// of their source port (one byte, which says nothing: 0 from Linux after 6.12).
+    SportIdx(u8),
 }
 
 /// Length of an entry of type `ty`, type byte included, or `None` for
@@ -52,6 +57,7 @@ const fn entry_len(ty: u8) -> Option<usize> {
         EXTHDR_VERSION | EXTHDR_RDMA | EXTHDR_GEN_NUM => Some(1 + 4),
         EXTHDR_RDMA_DEST => Some(1 + 8),
         EXTHDR_NPATHS => Some(1 + 2),
+        EXTHDR_SPORT_IDX => Some(1 + 1),
         _ => None,
     }
 }
@@ -87,6 +93,7 @@ impl Ext {
             Ext::RdmaDest { .. } => EXTHDR_RDMA_DEST,
             Ext::Npaths(_) => EXTHDR_NPATHS,
             Ext::GenNum(_) => EXTHDR_GEN_NUM,
+            Ext::SportIdx(_) => EXTHDR_SPORT_IDX,
         }
     }
 
@@ -98,6 +105,7 @@ impl Ext {
             Ext::Version(_) | Ext::Rdma { .. } | Ext::GenNum(_) => 1 + 4,
             Ext::RdmaDest { .. } => 1 + 8,
             Ext::Npaths(_) => 1 + 2,
+            Ext::SportIdx(_) => 1 + 1,
         }
     }
 
@@ -129,6 +137,10 @@ impl Ext {
                 let (g, rest) = take(data, ty)?;
                 Ok((Ext::GenNum(u32::from_be_bytes(g)), rest))
             }
+            EXTHDR_SPORT_IDX => {
+                let ([b], rest) = take::<1>(data, ty)?;
+                Ok((Ext::SportIdx(b), rest))
+            }
             _ => Err(HeaderError::UnknownExt(ty)),
         }
     }
@@ -148,6 +160,7 @@ impl Ext {
                 put(dst, &offset.to_be_bytes())
             }
             Ext::Npaths(n) => put(dst, &n.to_be_bytes()),
+            Ext::SportIdx(b) => put(dst, &[b]),
         }
     }
 }

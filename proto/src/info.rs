@@ -906,7 +906,7 @@ macro_rules! stats {
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, C's TCP
 /// transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 5 + 37;
+pub const STAT_COUNT: usize = 36 + 39 + 5 + 41;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1175,6 +1175,17 @@ stats! {
     RsTcpBadStream => "rs_tcp_bad_stream",
     /// rds-rs: reads of a TCP stream that stopped for memory (the rest waits in the socket).
     RsTcpRxNomem => "rs_tcp_rx_nomem",
+    /// rds-rs: TCP client connections bound to any port, the local port range having no
+    /// port free that carries their path (see `path_port`).
+    RsTcpPortAny => "rs_tcp_port_any",
+    /// rds-rs: accepted TCP connections dropped because they came from another path's port
+    /// (taken before the handshake said the peer numbers its ports by path).
+    RsTcpPathMisplaced => "rs_tcp_path_misplaced",
+    /// rds-rs: zero-copy sends refused because the socket had `ZC_MAX` completions unread
+    /// or sends in flight.
+    RsZcopyFull => "rs_zcopy_full",
+    /// rds-rs: bytes sent zero-copy (taken by reference from the sender's pages).
+    RsZcopyBytes => "rs_zcopy_bytes",
 }
 
 impl Stat {

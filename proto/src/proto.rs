@@ -55,6 +55,8 @@ mod seq;
 mod stack;
 #[path = "tcp.rs"]
 mod tcp;
+#[path = "zcopy.rs"]
+mod zcopy;
 
 pub use abi::{
     AF_RDS, RDS_CANCEL_SENT_TO, RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST,
@@ -90,7 +92,7 @@ pub use cong::{
 };
 pub use ext::{
     Ext, ExtIter, EXTHDR_GEN_NUM, EXTHDR_NONE, EXTHDR_NPATHS, EXTHDR_RDMA, EXTHDR_RDMA_DEST,
-    EXTHDR_VERSION,
+    EXTHDR_SPORT_IDX, EXTHDR_VERSION,
 };
 pub use frame::{
     exthdr_payload_len, parse_frame, walk_exthdrs, Frame, FrameError, FrameKind, RdmaExts,
@@ -146,6 +148,8 @@ pub use seq::{
 };
 pub use stack::SpareStack;
 pub use tcp::{
-    jhash_1word, mpath_of, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep, MPATH_MAX,
+    hs_exts, hs_npaths, is_hs_probe, jhash_1word, mpath_known, mpath_of, path_port,
+    path_port_groups, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep, MPATH_MAX,
     RDS_TCP_PORT,
 };
+pub use zcopy::{ZcRing, ZCOOKIES_LEN, ZCOOKIES_MAX};

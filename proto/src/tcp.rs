@@ -238,13 +238,92 @@ pub fn jhash_1word(a: u32, initval: u32) -> u32 {
     c
 }
 
-/// The path of a connection with `npaths` paths (a power of two, at most [`MPATH_MAX`]) that
-/// a socket bound to `port` sends on, with `seed` its random seed (C: `RDS_MPATH_HASH`,
-/// `jhash_1word(port, seed) & (npaths - 1)`). One path (or none negotiated yet): path 0.
+/// The path of a connection with `npaths` paths (at most [`MPATH_MAX`]) that a socket bound
+/// to `port` sends on, with `seed` its random seed (C: `RDS_MPATH_HASH`,
+/// `jhash_1word(port, seed) & (npaths - 1)`; always below `npaths`, which a peer need not
+/// make a power of two). One path (or none negotiated yet): path 0.
 #[must_use]
 pub fn mpath_of(port: u16, seed: u32, npaths: u32) -> u32 {
     if npaths <= 1 {
         return 0;
     }
     jhash_1word(u32::from(port), seed) & npaths.min(MPATH_MAX).saturating_sub(1)
+}
+
+/// The path a socket bound to `port` with seed `seed` sends on over a connection with
+/// `npaths` paths, when that is known without a handshake (C: `rds_send_mprds_hash`): once
+/// the count is known (`npaths` > 0), [`mpath_of`] of it; before, path 0 for a socket that
+/// [`MPATH_MAX`] paths would put there, and `None` for the others, which need the handshake.
+#[must_use]
+pub fn mpath_known(port: u16, seed: u32, npaths: u32) -> Option<u32> {
+    let n = if npaths == 0 { MPATH_MAX } else { npaths };
+    let p = mpath_of(port, seed, n);
+    (npaths != 0 || p == 0).then_some(p)
+}
+
+/// Whether a message from `sport` to `dport` is a multipath handshake: the probe ping
+/// (from `RDS_FLAG_PROBE_PORT`, 1, to port 0) or its pong (from port 0 to port 1)
+/// (C: `RDS_HS_PROBE`).
+#[must_use]
+pub fn is_hs_probe(sport: u16, dport: u16) -> bool {
+    use super::port::PROBE_PORT;
+    (sport == PROBE_PORT && dport == 0) || (sport == 0 && dport == PROBE_PORT)
+}
+
+/// What a handshake frame (the probe ping or its pong) with header `hdr` tells of the peer
+/// (C: `rds_recv_hs_exthdrs`), when the path count was `prev` before: the path count, the
+/// smaller of [`MPATH_MAX`] and the peer's `RDS_EXTHDR_NPATHS`, or `prev` when the frame has
+/// none (a peer that offers nothing has one path), never below 1; and whether the peer
+/// numbers its client connections' source ports by path (`RDS_EXTHDR_SPORT_IDX`). An
+/// `RDS_EXTHDR_GEN_NUM` is accepted and not relied on. A malformed extension area ends the
+/// walk, as in C.
+#[must_use]
+pub fn hs_exts(hdr: &Header, prev: u32) -> (u32, bool) {
+    let mut offered = None;
+    let mut sport_idx = false;
+    for e in hdr.exts().map_while(Result::ok) {
+        match e {
+            super::ext::Ext::Npaths(n) => offered = Some(u32::from(n)),
+            super::ext::Ext::SportIdx(_) => sport_idx = true,
+            _ => {}
+        }
+    }
+    (offered.map_or(prev, |n| n.min(MPATH_MAX)).max(1), sport_idx)
+}
+
+/// The path count part of [`hs_exts`].
+#[must_use]
+pub fn hs_npaths(hdr: &Header, prev: u32) -> u32 {
+    hs_exts(hdr, prev).0
+}
+
+/// The TCP source port a client connection of path `path` binds to, the `group`-th of the
+/// groups of [`MPATH_MAX`] ports in the local port range `[low, high]`, so that the port
+/// modulo [`MPATH_MAX`] is the path (C after 6.12, `RDS_EXTHDR_SPORT_IDX`); `None` when the
+/// range holds fewer groups. Groups start at `low` rounded up to a multiple of [`MPATH_MAX`].
+#[must_use]
+pub fn path_port(low: u16, high: u16, group: u32, path: u32) -> Option<u16> {
+    let m = MPATH_MAX;
+    let first = u32::from(low).checked_next_multiple_of(m)?;
+    let port = first
+        .checked_add(group.checked_mul(m)?)?
+        .checked_add(path.checked_rem(m)?)?;
+    if port > u32::from(high) {
+        return None;
+    }
+    u16::try_from(port).ok()
+}
+
+/// How many groups of [`MPATH_MAX`] ports the local port range `[low, high]` holds (see
+/// [`path_port`]).
+#[must_use]
+pub fn path_port_groups(low: u16, high: u16) -> u32 {
+    let Some(first) = u32::from(low).checked_next_multiple_of(MPATH_MAX) else {
+        return 0;
+    };
+    u32::from(high)
+        .saturating_add(1)
+        .saturating_sub(first)
+        .checked_div(MPATH_MAX)
+        .unwrap_or(0)
 }

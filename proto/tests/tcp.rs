@@ -3,8 +3,9 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    jhash_1word, mpath_of, tcp_acked, tcp_connects, Addr, Header, StreamError, StreamRx,
-    StreamStep, HEADER_LEN, MPATH_MAX,
+    hs_exts, hs_npaths, is_hs_probe, jhash_1word, mpath_known, mpath_of, path_port,
+    path_port_groups, tcp_acked, tcp_connects, Addr, Ext, Header, StreamError, StreamRx,
+    StreamStep, HEADER_LEN, MPATH_MAX, PROBE_PORT,
 };
 
 /// A message on the stream: a header with `h_len` = `payload.len()`, then the payload.
@@ -194,6 +195,132 @@ fn mpath_in_range_and_zero_without_paths() {
         }
     }
     assert_eq!(mpath_of(4000, 0, 8), 0xca59_0529 & 7);
+    // A peer may offer a count that is not a power of two: the path is still below it.
+    for port in 0..2000u16 {
+        for n in 2..=8 {
+            assert!(mpath_of(port, 7, n) < n);
+        }
+    }
+}
+
+#[test]
+fn path_known_before_and_after_the_handshake() {
+    for port in 0..4000u16 {
+        let seed = u32::from(port).wrapping_mul(2_654_435_761);
+        // Before: the sockets MPATH_MAX paths put on path 0 go there, the others wait.
+        let before = mpath_known(port, seed, 0);
+        match mpath_of(port, seed, MPATH_MAX) {
+            0 => assert_eq!(before, Some(0)),
+            _ => assert_eq!(before, None),
+        }
+        // After: always known, below the count.
+        for n in 1..=8 {
+            let p = mpath_known(port, seed, n).unwrap();
+            assert!(p < n);
+            assert_eq!(p, mpath_of(port, seed, n));
+        }
+        assert_eq!(mpath_known(port, seed, 1), Some(0));
+    }
+}
+
+#[test]
+fn sport_idx_is_read_from_the_handshake() {
+    assert_eq!(
+        hs_exts(&hs_header(&[Ext::Npaths(8), Ext::SportIdx(0)]), 0),
+        (8, true)
+    );
+    assert_eq!(hs_exts(&hs_header(&[Ext::Npaths(8)]), 0), (8, false));
+    assert_eq!(
+        hs_exts(
+            &hs_header(&[Ext::Npaths(8), Ext::GenNum(3), Ext::SportIdx(0)]),
+            0
+        ),
+        (8, true)
+    );
+    // As a C 6.12 peer sees it: NPATHS first, then a type it stops at.
+    let h = hs_header(&[Ext::Npaths(8), Ext::SportIdx(0)]);
+    assert_eq!(&h.exthdr[..5], &[5, 0, 8, 8, 0]);
+}
+
+#[test]
+fn client_ports_carry_the_path() {
+    // Linux's default range.
+    let (lo, hi) = (32768u16, 60999u16);
+    let groups = path_port_groups(lo, hi);
+    assert_eq!(groups, (60999 + 1 - 32768) / 8);
+    for path in 0..8 {
+        for group in [0, 1, groups / 2, groups - 1] {
+            let p = path_port(lo, hi, group, path).unwrap();
+            assert_eq!(u32::from(p) % 8, path);
+            assert!((lo..=hi).contains(&p));
+        }
+        assert_eq!(path_port(lo, hi, groups, path), None);
+    }
+    // An unaligned start is rounded up; a range of fewer than 8 ports may hold no group.
+    assert_eq!(path_port(1001, 2000, 0, 3), Some(1008 + 3));
+    assert_eq!(path_port_groups(1001, 1007), 0);
+    assert_eq!(path_port(1001, 1007, 0, 0), None);
+    assert_eq!(path_port_groups(65530, 65535), 0);
+    assert_eq!(path_port(65528, 65535, 0, 7), Some(65535));
+}
+
+#[test]
+fn handshake_ports() {
+    assert!(is_hs_probe(PROBE_PORT, 0));
+    assert!(is_hs_probe(0, PROBE_PORT));
+    assert!(!is_hs_probe(PROBE_PORT, PROBE_PORT));
+    assert!(!is_hs_probe(0, 0));
+    assert!(!is_hs_probe(2, 0));
+    assert!(!is_hs_probe(0, 4000));
+}
+
+/// A handshake header carrying `exts`.
+fn hs_header(exts: &[Ext]) -> Header {
+    let mut h = Header {
+        sport: PROBE_PORT,
+        ..Header::default()
+    };
+    for e in exts {
+        h.add_ext(*e).unwrap();
+    }
+    h
+}
+
+#[test]
+fn path_count_from_the_handshake() {
+    // The peer's count, at most 8; none offered: what it was, at least 1.
+    assert_eq!(hs_npaths(&hs_header(&[Ext::Npaths(8)]), 0), 8);
+    assert_eq!(hs_npaths(&hs_header(&[Ext::Npaths(4)]), 8), 4);
+    assert_eq!(hs_npaths(&hs_header(&[Ext::Npaths(1000)]), 0), MPATH_MAX);
+    assert_eq!(hs_npaths(&hs_header(&[Ext::Npaths(0)]), 8), 1);
+    assert_eq!(hs_npaths(&hs_header(&[]), 0), 1);
+    assert_eq!(hs_npaths(&hs_header(&[]), 8), 8);
+    // A generation number is accepted, before or after the count.
+    assert_eq!(
+        hs_npaths(&hs_header(&[Ext::GenNum(7), Ext::Npaths(2)]), 0),
+        2
+    );
+    assert_eq!(
+        hs_npaths(&hs_header(&[Ext::Npaths(2), Ext::GenNum(7)]), 0),
+        2
+    );
+    // A malformed area ends the walk: what came before it counts.
+    let mut h = hs_header(&[Ext::Npaths(2)]);
+    h.exthdr[3] = 0xee;
+    assert_eq!(hs_npaths(&h, 0), 2);
+    let mut h = Header::default();
+    h.exthdr[0] = 0xee;
+    assert_eq!(hs_npaths(&h, 0), 1);
+}
+
+proptest! {
+    /// Any extension area gives a path count of 1 to 8, without panicking.
+    #[test]
+    fn path_count_bounded(area in proptest::array::uniform16(any::<u8>()), prev in 0u32..=8) {
+        let h = Header { exthdr: area, ..Header::default() };
+        let n = hs_npaths(&h, prev);
+        prop_assert!((1..=MPATH_MAX).contains(&n));
+    }
 }
 
 proptest! {

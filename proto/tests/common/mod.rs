@@ -11,5 +11,6 @@ pub(crate) fn any_ext() -> impl Strategy<Value = Ext> {
         (any::<u32>(), any::<u32>()).prop_map(|(rkey, offset)| Ext::RdmaDest { rkey, offset }),
         any::<u16>().prop_map(Ext::Npaths),
         any::<u32>().prop_map(Ext::GenNum),
+        any::<u8>().prop_map(Ext::SportIdx),
     ]
 }
