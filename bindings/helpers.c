@@ -212,6 +212,16 @@ void rds_rs_page_read(struct page *page, size_t offset, void *dst, size_t len)
 	memcpy_from_page(dst, page, offset, len);
 }
 
+ssize_t rds_rs_msg_get_page(struct msghdr *msg, struct page **page, size_t *start)
+{
+	return iov_iter_get_pages2(&msg->msg_iter, page, PAGE_SIZE, 1, start);
+}
+
+void rds_rs_put_page(struct page *page)
+{
+	put_page(page);
+}
+
 void rds_rs_page_write(struct page *page, size_t offset, const void *src, size_t len)
 {
 	memcpy_to_page(page, offset, src, len);

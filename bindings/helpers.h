@@ -71,6 +71,10 @@ int rds_rs_pin_user_pages(unsigned long start, int nr_pages, bool write, bool lo
 			  struct page **pages);
 void rds_rs_unpin_user_pages(struct page **pages, unsigned long nr_pages, bool dirty);
 void rds_rs_page_read(struct page *page, size_t offset, void *dst, size_t len);
+/* Zero-copy send: the next piece (at most to the end of a page) of a sendmsg's data, by
+ * reference (iov_iter_get_pages2, which advances the iterator); and the reference's put. */
+ssize_t rds_rs_msg_get_page(struct msghdr *msg, struct page **page, size_t *start);
+void rds_rs_put_page(struct page *page);
 void rds_rs_page_write(struct page *page, size_t offset, const void *src, size_t len);
 void rds_rs_page_copy(struct page *dst, size_t dst_off, struct page *src, size_t src_off,
 		      size_t len);

@@ -16,6 +16,7 @@ use super::{
     sync::{DropInProcess, ProcessCtx, ProcessDrop},
 };
 use core::{
+    marker::PhantomData,
     ptr::{self, NonNull},
     sync::atomic::{AtomicBool, Ordering},
 };
@@ -194,6 +195,155 @@ impl Drop for PinnedPages {
         unsafe {
             raw::rds_rs_unpin_user_pages(self.pages.as_mut_ptr(), n as _, *self.dirty.get_mut())
         };
+    }
+}
+
+/// The data of a zero-copy `sendmsg` (`MSG_ZEROCOPY`): the caller's pages, each piece with a
+/// page reference of its own (`iov_iter_get_pages2`, as C's `rds_message_zcopy_from_user`),
+/// put when dropped (any context). The bytes stay the caller's: it may change them until the
+/// send's completion says the kernel is done with them.
+///
+/// # Invariants
+///
+/// Every piece's page holds a reference taken for this object, put only in `drop`; its bytes
+/// `[off, off + len)` lie inside the page; `end` is the sum of the lengths of the pieces up
+/// to and including it, and the last one's is `len`.
+pub(crate) struct UserPages {
+    pieces: KVec<UserPiece>,
+    len: usize,
+}
+
+struct UserPiece {
+    page: *mut raw::page,
+    off: usize,
+    len: usize,
+    end: usize,
+}
+
+// SAFETY: The pages are referenced for as long as the object lives; their contents are read
+// through temporary mappings or handed to TCP, which any thread may do.
+unsafe impl Send for UserPages {}
+// SAFETY: Shared access only reads the pages (see above).
+unsafe impl Sync for UserPages {}
+
+/// A page of [`UserPages`], valid while they are.
+#[derive(Clone, Copy)]
+pub(crate) struct UserPage<'a> {
+    page: *mut raw::page,
+    _pages: PhantomData<&'a UserPages>,
+}
+
+impl UserPages {
+    /// Takes the next `len` bytes of a `sendmsg`'s data by reference (`msg_iter` advances
+    /// past them); `EFAULT` when they are not all there (nothing is kept then).
+    ///
+    /// # Safety
+    ///
+    /// `msg` is the valid `msghdr` of the `sendmsg` call in progress, in process context.
+    pub(super) unsafe fn take(msg: *mut raw::msghdr, len: usize) -> Result<Self> {
+        // One piece per page, plus one for a start inside a page.
+        // INVARIANT: no piece yet; each piece pushed holds its page's reference, and a failure
+        // drops `this`, which puts those taken so far.
+        let mut this = Self {
+            pieces: KVec::with_capacity(len.div_ceil(PAGE_SIZE) + 1, GFP_KERNEL)?,
+            len: 0,
+        };
+        while this.len < len {
+            let mut page: *mut raw::page = ptr::null_mut();
+            let mut start = 0usize;
+            // SAFETY: `msg` is valid (the function's requirement); `page` and `start` are valid
+            // for writes; one page at most is returned.
+            let n = unsafe { raw::rds_rs_msg_get_page(msg, &mut page, &mut start) };
+            let n = match usize::try_from(n) {
+                Ok(n) if n > 0 && !page.is_null() => n.min(len - this.len),
+                _ => return Err(EFAULT),
+            };
+            let end = this.len + n;
+            let piece = UserPiece {
+                page,
+                off: start,
+                len: n,
+                end,
+            };
+            let fits = start.checked_add(n).is_some_and(|e| e <= PAGE_SIZE);
+            let pushed = fits && this.pieces.push(piece, GFP_KERNEL).is_ok();
+            if !pushed {
+                // One page at most was asked for, and room was reserved: neither happens.
+                // SAFETY: The reference was taken just now and is not kept.
+                unsafe { raw::rds_rs_put_page(page) };
+                return Err(EFAULT);
+            }
+            this.len = end;
+        }
+        Ok(this)
+    }
+
+    /// The number of bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The number of pages (pieces).
+    pub(crate) fn npages(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The piece holding byte `offset`: its page, the byte's offset in the page and the bytes
+    /// from there to the piece's end.
+    pub(crate) fn piece_at(&self, offset: usize) -> Option<(UserPage<'_>, usize, usize)> {
+        if offset >= self.len {
+            return None;
+        }
+        let i = self.pieces.partition_point(|p| p.end <= offset);
+        let p = self.pieces.get(i)?;
+        let into = offset - (p.end - p.len);
+        Some((self.page(p), p.off + into, p.len - into))
+    }
+
+    /// Calls `f(page, offset, len)` for each piece in order, until it fails.
+    pub(crate) fn try_for_each<E>(
+        &self,
+        mut f: impl FnMut(UserPage<'_>, usize, usize) -> core::result::Result<(), E>,
+    ) -> core::result::Result<(), E> {
+        self.pieces
+            .iter()
+            .try_for_each(|p| f(self.page(p), p.off, p.len))
+    }
+
+    fn page(&self, p: &UserPiece) -> UserPage<'_> {
+        UserPage {
+            page: p.page,
+            _pages: PhantomData,
+        }
+    }
+}
+
+impl Drop for UserPages {
+    fn drop(&mut self) {
+        for p in self.pieces.iter() {
+            // SAFETY: Each piece holds one reference to its page, put once, here (type
+            // invariant).
+            unsafe { raw::rds_rs_put_page(p.page) };
+        }
+    }
+}
+
+impl UserPage<'_> {
+    /// The page, for the bindings that hand it to the kernel (it is referenced while the
+    /// borrow lasts).
+    pub(super) fn as_raw(&self) -> *mut raw::page {
+        self.page
+    }
+
+    /// Copies bytes of the page from `offset` into `dst` (`EINVAL` past the page's end).
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        if offset.checked_add(dst.len()).is_none_or(|e| e > PAGE_SIZE) {
+            return Err(EINVAL);
+        }
+        // SAFETY: The page is referenced while `self` borrows its `UserPages`; the range is
+        // inside it (checked) and `dst` is valid for writes of its length.
+        unsafe { raw::rds_rs_page_read(self.page, offset, dst.as_mut_ptr().cast(), dst.len()) };
+        Ok(())
     }
 }
 

@@ -11,6 +11,7 @@
 //! supplies the per-socket state and the policy; [`Registration`] installs the tables and the
 //! `extern "C"` callbacks that connect the C socket layer to the implementation.
 
+use super::mm::{UserPage, UserPages};
 use super::raw;
 use super::sync::ProcessCtx;
 use core::{
@@ -835,6 +836,32 @@ impl<'a> MsgHdr<'a> {
         // SAFETY: `msg` is the valid msghdr of the current call; `page` is an allocated page
         // and the range is inside it.
         Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_ptr().cast(), offset, len) })
+    }
+
+    /// Copies `len` bytes at `offset` in a page of a zero-copy payload to the caller's
+    /// iovecs; returns the bytes copied (short when user memory faults).
+    pub(crate) fn copy_from_user_page(
+        &mut self,
+        page: UserPage<'_>,
+        offset: usize,
+        len: usize,
+    ) -> Result<usize> {
+        if offset
+            .checked_add(len)
+            .is_none_or(|end| end > kernel::page::PAGE_SIZE)
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: `msg` is the valid msghdr of the current call; the page is referenced while
+        // `page` borrows its `UserPages`, and the range is inside it.
+        Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_raw(), offset, len) })
+    }
+
+    /// Takes the next `len` bytes of a `sendmsg`'s payload by reference, for a zero-copy send
+    /// ([`UserPages`]); `EFAULT` when they are not all there.
+    pub(crate) fn take_user_pages(&mut self, len: usize) -> Result<UserPages> {
+        // SAFETY: `msg` is the valid msghdr of the current call, in its process context.
+        unsafe { UserPages::take(self.msg, len) }
     }
 
     /// Copies payload from the caller's iovecs into `dst`, filling it (`copy_from_iter`);

@@ -12,6 +12,7 @@
 //! socket's `sk_callback_lock`: they must not sleep. Once [`Attached`] is dropped (or
 //! [`Attached::detach`]ed), no callback runs for it any more.
 
+use super::mm::UserPage;
 use super::net::NetId;
 use super::raw;
 use super::sync::ProcessCtx;
@@ -341,6 +342,26 @@ impl Attached {
         sent(r)
     }
 
+    /// Sends `len` bytes at `off` in a page of a zero-copy payload by reference (as
+    /// [`Attached::send_page`]).
+    pub(crate) fn send_user_page(
+        &self,
+        page: UserPage<'_>,
+        off: usize,
+        len: usize,
+        more: bool,
+        _ctx: &ProcessCtx,
+    ) -> Sent {
+        if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
+            return Err(EINVAL);
+        }
+        // SAFETY: The socket is live (owned); the page is referenced while `page` borrows its
+        // `UserPages`, and TCP takes a reference of its own for as long as it needs it; the
+        // range is inside it (checked); sending takes the socket lock, which `_ctx` allows.
+        let r = unsafe { raw::rds_rs_tcp_send_page(self.as_ptr(), page.as_raw(), off, len, more) };
+        sent(r)
+    }
+
     /// Reads what the socket has queued, in process context (after a read in a callback had
     /// to stop for memory), with `f` as [`CbSock::read`] takes it.
     pub(crate) fn read(
@@ -527,6 +548,18 @@ impl Drop for Listener {
 pub(crate) fn addr_is_local(net: NetId, addr: &[u8; 16], scope_id: u32, _ctx: &ProcessCtx) -> bool {
     // SAFETY: `net` is alive (as for `TcpSocket::new`); `addr` is valid for 16 bytes.
     unsafe { raw::rds_rs_tcp_addr_local(net.as_raw(), addr.as_ptr(), scope_id) }
+}
+
+/// The namespace's local port range (`net.ipv4.ip_local_port_range`), from which ephemeral
+/// ports are taken.
+pub(crate) fn local_port_range(net: NetId) -> (u16, u16) {
+    let (mut lo, mut hi) = (0i32, 0i32);
+    // SAFETY: `net` is alive (as for `TcpSocket::new`); `lo` and `hi` are valid for writes.
+    unsafe { raw::rds_rs_tcp_port_range(net.as_raw(), &mut lo, &mut hi) };
+    (
+        u16::try_from(lo).unwrap_or(u16::MAX),
+        u16::try_from(hi).unwrap_or(0),
+    )
 }
 
 /// # Safety

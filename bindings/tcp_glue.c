@@ -571,6 +571,11 @@ int rds_rs_tcp_send_page(struct socket *sock, struct page *page, size_t off, siz
 	return sock_sendmsg(sock, &msg);
 }
 
+void rds_rs_tcp_port_range(struct net *net, int *low, int *high)
+{
+	inet_get_local_port_range(net, low, high);
+}
+
 bool rds_rs_tcp_addr_local(struct net *net, const u8 addr[16], u32 scope_id)
 {
 	const struct in6_addr *a = (const struct in6_addr *)addr;

@@ -78,5 +78,6 @@ int rds_rs_tcp_send_page(struct socket *sock, struct page *page, size_t off, siz
 
 /* Whether `addr` (with IPv6 scope `scope_id`) is an address of this host in `net`. */
 bool rds_rs_tcp_addr_local(struct net *net, const u8 addr[16], u32 scope_id);
+void rds_rs_tcp_port_range(struct net *net, int *low, int *high);
 
 #endif

@@ -422,10 +422,10 @@ impl CongTable {
 }
 
 /// Queues an update of the local map `map` on every connection from its address (C:
-/// `rds_cong_queue_updates`).
+/// `rds_cong_queue_updates`), on path 0 of one with several paths.
 fn announce(shared: &Arc<Shared>, map: &CongMap) {
     shared.conns.for_each(map.net, |c| {
-        if c.key.laddr == map.addr {
+        if c.key.laddr == map.addr && c.key.path == 0 {
             c.queue_map_update();
         }
     });

@@ -41,7 +41,7 @@
 //! Acknowledgements, received frames ([`crate::recv::incoming`]) and completions may arrive in
 //! softirq context: the state they touch is under [`SpinLockBh`] locks.
 
-use crate::bindings::net::NetId;
+use crate::bindings::net::{NetId, WaitQueue};
 use crate::bindings::sync::{new_spinlock_bh, Gate, ProcessCtx, SpinLockBh};
 use crate::bindings::sys::{
     self, impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
@@ -49,9 +49,9 @@ use crate::bindings::sys::{
 use crate::cong::{CongRef, NetCong};
 use crate::message::{Message, POOL_BUF_MAX};
 use crate::proto::{
-    on_reset, AckPacer, Addr, AtomicAckState, Backoff, ConnState, OnReset, RxSeq, SeqCheck,
-    SpareStack, Stat, TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED, RDS_RDMA_DROPPED,
-    RDS_RDMA_SUCCESS,
+    hs_exts, on_reset, tcp_connects, AckPacer, Addr, AtomicAckState, Backoff, ConnState, Header,
+    OnReset, RxSeq, SeqCheck, SpareStack, Stat, TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED,
+    RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::recv::RxCtx;
 use crate::send;
@@ -88,6 +88,11 @@ pub(crate) struct ConnKey {
     pub(crate) faddr: Addr,
     /// Type of service.
     pub(crate) tos: u8,
+    /// The path, for a transport with multipath (C: `cp_index`): each path is a connection
+    /// of its own, with its own sequence numbers and queues. Path 0 is the first and the
+    /// only one of a transport without multipath; it holds the path count
+    /// ([`Conn::npaths`]).
+    pub(crate) path: u8,
 }
 
 /// The message the transport is taking, and how far it got (C: `cp_xmit_rm` and the
@@ -163,6 +168,26 @@ pub(crate) fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// The multipath state of a connection's path ([`ConnKey::path`]); the count and the
+/// handshake's flags are path 0's.
+struct Paths {
+    /// The transport has multipath ([`Transport::mp_capable`]).
+    mp: bool,
+    /// Path 0 of the connection, for a path above 0; `None` for path 0.
+    base: Option<Arc<Conn>>,
+    /// The negotiated path count (C: `c_npaths`): 0 until a handshake frame arrived, then 1
+    /// to [`crate::proto::MPATH_MAX`]. Only a transport with multipath negotiates.
+    npaths: AtomicU8,
+    /// A probe ping was sent and no handshake frame came yet (C: `c_ping_triggered`).
+    probing: AtomicBool,
+    /// The peer numbers its client connections' source ports by path
+    /// (`RDS_EXTHDR_SPORT_IDX`, C after 6.12: `c_with_sport_idx`).
+    sport_idx: AtomicBool,
+    /// The pong work has multipath work: path 0 came up before the handshake (send the
+    /// probe), or a handshake arrived in softirq context (start the paths).
+    due: AtomicBool,
+}
+
 /// A connection.
 ///
 /// Lock order: `inner` is a leaf, except that a message's owner lock and its sender's `data`
@@ -193,6 +218,8 @@ pub(crate) struct Conn {
     pub(crate) netcong: Arc<NetCong>,
     /// Created by an arriving peer rather than by a local send.
     pub(crate) passive: bool,
+    /// Multipath: the path's place among the connection's paths.
+    paths: Paths,
     #[pin]
     inner: SpinLockBh<ConnInner>,
     /// The state ([`ConnState`]).
@@ -281,6 +308,7 @@ impl Conn {
         fcong: CongRef,
         netcong: Arc<NetCong>,
         passive: bool,
+        base: Option<Arc<Conn>>,
     ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Conn {
@@ -291,6 +319,14 @@ impl Conn {
                 fcong,
                 netcong,
                 passive,
+                paths: Paths {
+                    mp: transport.mp_capable(),
+                    base,
+                    npaths: AtomicU8::new(0),
+                    probing: AtomicBool::new(false),
+                    sport_idx: AtomicBool::new(false),
+                    due: AtomicBool::new(false),
+                },
                 inner <- new_spinlock_bh!(
                     ConnInner {
                         send_queue: List::new(),
@@ -374,6 +410,107 @@ impl Conn {
             };
             crate::recv::answer_ping(&this, port, ctx);
         }
+        if this.paths.due.swap(false, Ordering::AcqRel) {
+            this.paths_work(ctx);
+        }
+    }
+
+    // --- multipath -------------------------------------------------------------------------
+
+    /// Whether the connection's transport has multipath.
+    pub(crate) fn mp(&self) -> bool {
+        self.paths.mp
+    }
+
+    /// Path 0 of the connection (itself for path 0).
+    pub(crate) fn base(&self) -> &Conn {
+        self.paths.base.as_deref().unwrap_or(self)
+    }
+
+    /// [`Conn::base`], counted.
+    pub(crate) fn base_arc(self: &Arc<Self>) -> Arc<Conn> {
+        self.paths.base.clone().unwrap_or_else(|| self.clone())
+    }
+
+    /// The negotiated path count: 0 before the handshake (C: `c_npaths`).
+    pub(crate) fn npaths(&self) -> u32 {
+        u32::from(self.base().paths.npaths.load(Ordering::Acquire))
+    }
+
+    /// Whether the peer's client connections carry their path in their source port (see
+    /// [`crate::proto::path_port`]), as the handshake said.
+    pub(crate) fn peer_sport_idx(&self) -> bool {
+        self.base().paths.sport_idx.load(Ordering::Acquire)
+    }
+
+    /// Whether the caller is to send the probe ping: true for one caller until a handshake
+    /// frame arrives (C: `c_ping_triggered`).
+    pub(crate) fn claim_probe(&self) -> bool {
+        !self.base().paths.probing.swap(true, Ordering::AcqRel)
+    }
+
+    /// Gives up the claim of [`Conn::claim_probe`]: the probe could not be sent.
+    pub(crate) fn release_probe(&self) {
+        self.base().paths.probing.store(false, Ordering::Release);
+    }
+
+    /// A handshake frame (the probe ping or its pong) with header `hdr` arrived on this path
+    /// (C: `rds_recv_hs_exthdrs` and `rds_start_mprds`, any context): the path count is
+    /// what the peer offers, at most [`crate::proto::MPATH_MAX`] (1 if it offers nothing), senders waiting
+    /// for it are woken, and the paths are started (in process context: the pong work's, if
+    /// this is softirq context).
+    pub(crate) fn handshake(self: &Arc<Self>, hdr: &Header, rx: RxCtx<'_>) {
+        let base = self.base_arc();
+        let (n, sport_idx) = hs_exts(hdr, u32::from(base.paths.npaths.load(Ordering::Acquire)));
+        base.paths.sport_idx.store(sport_idx, Ordering::Release);
+        // `hs_npaths` is at most `MPATH_MAX`.
+        base.paths
+            .npaths
+            .store(u8::try_from(n).unwrap_or(1), Ordering::Release);
+        base.paths.probing.store(false, Ordering::Release);
+        WaitQueue::congestion().wake_all();
+        match rx {
+            RxCtx::Process(ctx) => base.paths_work(ctx),
+            RxCtx::Atomic => base.paths_work_later(),
+        }
+    }
+
+    /// The multipath work of path 0 (process context): the probe ping while the path count is
+    /// not known, else the paths started.
+    fn paths_work(self: &Arc<Self>, ctx: &ProcessCtx) {
+        if self.npaths() != 0 {
+            self.start_paths(ctx);
+            self.tconn.paths_known(self, ctx);
+        } else if self.claim_probe() {
+            // A congested or gone peer gets no probe; a send or the next connect tries again.
+            if crate::send::send_probe(self, ctx).is_err() {
+                self.release_probe();
+            }
+        }
+    }
+
+    /// Asks the pong work for [`Conn::paths_work`] (any context).
+    fn paths_work_later(self: &Arc<Self>) {
+        self.paths.due.store(true, Ordering::Release);
+        if !self.is_destroyed() {
+            Work::<Conn, 2>::queue(&self.shared.wq, self.clone());
+        }
+    }
+
+    /// Connects every path of path 0's connection when there are several and this end is
+    /// the one that connects them, the smaller address (C: `rds_start_mprds`).
+    pub(crate) fn start_paths(self: &Arc<Self>, ctx: &ProcessCtx) {
+        let n = self.npaths();
+        if n <= 1 || !tcp_connects(&self.key.laddr, &self.key.faddr) {
+            return;
+        }
+        for i in 0..n {
+            let Ok(i) = u8::try_from(i) else { break };
+            match self.shared.conns.path(self, i, false, ctx) {
+                Ok(c) => c.connect_if_down(ctx),
+                Err(_) => break,
+            }
+        }
     }
 
     // --- state ---------------------------------------------------------------------------
@@ -430,6 +567,11 @@ impl Conn {
         if self.is_destroyed() || self.waits_for_peer() {
             return;
         }
+        // A path above 0 connects only once the handshake gave several (C:
+        // `rds_tcp_conn_path_connect`'s `-EAGAIN`).
+        if self.key.path > 0 && self.npaths() < 2 {
+            return;
+        }
         if !self.transition(ConnState::Down, ConnState::Connecting) {
             return;
         }
@@ -471,6 +613,13 @@ impl Conn {
         self.map_queued
             .store(self.transport.sends_cong_maps(), Ordering::Release);
         self.kick();
+        // Multipath: path 0 up, the count not known yet: the probe ping goes at once, from
+        // either end (C sends it from a send that needs a path above 0, and from the accepting
+        // end), so that the paths are negotiated (and a peer's messages on them reach this
+        // end) whatever this end's sockets hash to.
+        if self.mp() && self.key.path == 0 && self.npaths() == 0 {
+            self.paths_work_later();
+        }
     }
 
     /// Drops the connection (any context; C: `rds_conn_path_drop`): it goes to `Error` and
@@ -532,10 +681,18 @@ impl Conn {
         }
         // Over a network a connection with nothing to send waits for a sender (or the peer)
         // instead of reconnecting: a peer that closed an idle connection (its reaper) is not
-        // called back at once, again and again.
-        if self.transport.loops_back() || self.has_work() {
+        // called back at once, again and again. The paths of a multipath connection are
+        // reconnected by the smaller address, as in C: the larger one does not connect a path
+        // above 0 (C's never does), so its messages on the path wait for this end.
+        if self.transport.loops_back() || self.has_work() || self.reconnects_paths() {
             self.queue_reconnect();
         }
+    }
+
+    /// Whether this end reconnects the path whatever it has to send: a path of a connection
+    /// with several, at the smaller address.
+    fn reconnects_paths(&self) -> bool {
+        self.npaths() > 1 && tcp_connects(&self.key.laddr, &self.key.faddr)
     }
 
     /// Whether messages wait on the connection (queued, or requeued unacknowledged ones).
@@ -595,6 +752,10 @@ impl Conn {
         {
             let mut inner = self.inner.lock();
             self.destroyed.store(true, Ordering::Release);
+            if self.paths.probing.load(Ordering::Acquire) {
+                // Senders waiting for its handshake see it gone.
+                WaitQueue::congestion().wake_all();
+            }
             while let Some(m) = inner.send_queue.pop_front() {
                 self.queued.fetch_sub(1, Ordering::Relaxed);
                 dropped.push_back(m);
@@ -1001,10 +1162,12 @@ impl Conn {
 
     /// Keeps `msg`, a sent message that its ack settled or its transport is done with, for the
     /// next transmit to give back to its sender's pool (any context); returns it when there is
-    /// no room or it is too large to be worth keeping, for the caller to drop (outside any
-    /// lock of the caller's).
+    /// no room, it is too large to be worth keeping or it is a zero-copy send's, for the caller
+    /// to drop (outside any lock of the caller's).
     pub(crate) fn recycle_later(&self, msg: Arc<Message>) -> Option<Arc<Message>> {
-        if msg.len as usize > POOL_BUF_MAX {
+        // A zero-copy message is not kept: its sender learns from its end that the kernel is
+        // done with its pages (`crate::send::ZcDone`), which must not wait for another send.
+        if msg.len as usize > POOL_BUF_MAX || msg.data.is_zcopy() {
             return Some(msg);
         }
         if let Err(msg) = self.inner.lock().settled.push(msg) {
@@ -1251,15 +1414,16 @@ impl ConnTable {
         key: ConnKey,
         transport: &Arc<dyn Transport>,
         passive: bool,
+        base: Option<&Arc<Conn>>,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
         if let Some(c) = self.find(&key) {
             return Ok(c);
         }
         // C: `__rds_conn_create`: a transport that prefers loopback (TCP) reaches an address
-        // of this host over loopback.
+        // of this host over loopback (a path above 0 has its base's transport).
         let lo;
-        let transport = if !passive && transport.prefers_loopback() && {
+        let transport = if base.is_none() && !passive && transport.prefers_loopback() && {
             let dest = crate::proto::SockAddr {
                 addr: key.faddr,
                 port: 0,
@@ -1286,12 +1450,22 @@ impl ConnTable {
             fcong,
             netcong,
             passive,
+            base.cloned(),
         )?;
         let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
         {
             let mut conns = self.conns.lock();
             if let Some(c) = conns.get(&key) {
                 return Ok(c.clone());
+            }
+            // A path is made only while its path 0 is in the table: path 0 goes (reaped,
+            // destroyed) only after its other paths (see `reap`), so every path of a
+            // connection shares one path 0 and its path count.
+            if let Some(b) = base {
+                let base_key = ConnKey { path: 0, ..key };
+                if !conns.get(&base_key).is_some_and(|c| Arc::ptr_eq(c, b)) {
+                    return Err(crate::bindings::net::enotconn());
+                }
             }
             // A connection to the same peer that was reaped left its sequence numbers: the
             // peer goes on from them (and retransmits what it sent before with them).
@@ -1324,9 +1498,29 @@ impl ConnTable {
         transport: &Arc<dyn Transport>,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
-        let conn = self.create(shared, key, transport, false, ctx)?;
+        let conn = self.create(shared, key, transport, false, None, ctx)?;
         conn.connect_if_down(ctx);
         Ok(conn)
+    }
+
+    /// Path `i` of the connection whose path 0 is `base` (`base` itself for 0), created if it
+    /// does not exist yet (not connected); `passive` for a path a peer's connect request is
+    /// for. Fails when `base` is no longer in the table.
+    pub(crate) fn path(
+        &self,
+        base: &Arc<Conn>,
+        i: u8,
+        passive: bool,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Conn>> {
+        if i == 0 {
+            return Ok(base.clone());
+        }
+        let key = ConnKey {
+            path: i,
+            ..base.key
+        };
+        self.create(&base.shared, key, &base.transport, passive, Some(base), ctx)
     }
 
     /// The connection a peer's connect request is for, created if needed without connecting
@@ -1339,7 +1533,7 @@ impl ConnTable {
         transport: &Arc<dyn Transport>,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Conn>> {
-        self.create(shared, key, transport, true, ctx)
+        self.create(shared, key, transport, true, None, ctx)
     }
 
     /// Calls `f` for every connection of `net` (under the table's mutex; `f` may take
@@ -1444,13 +1638,37 @@ impl ConnTable {
     /// Loopback has no peer to remember it.
     pub(crate) fn reap(&self, before: u64, ctx: &ProcessCtx) -> usize {
         let mut n = 0;
-        while let Some(c) = self.take_one(|c| c.reapable() && c.idle_since(before)) {
+        while let Some(c) = self.take_reapable(before) {
             c.destroy(ctx);
             stats::inc(Stat::RsConnReaped);
             self.keep_seqs(&c);
             n += 1;
         }
         n
+    }
+
+    /// Takes the first connection the reaper may take out of the table: reapable, idle since
+    /// `before`, and not path 0 of a connection with other paths left (the paths go first:
+    /// they share path 0's path count).
+    fn take_reapable(&self, before: u64) -> Option<Arc<Conn>> {
+        let mut conns = self.conns.lock();
+        let key = {
+            // Keys are ordered with the path last: a path 0's other paths follow it.
+            let mut it = conns.iter().peekable();
+            let mut found = None;
+            while let Some((k, c)) = it.next() {
+                let has_paths = k.path == 0
+                    && it
+                        .peek()
+                        .is_some_and(|(n, _)| ConnKey { path: 0, ..**n } == *k);
+                if !has_paths && c.reapable() && c.idle_since(before) {
+                    found = Some(*k);
+                    break;
+                }
+            }
+            found?
+        };
+        conns.remove(&key)
     }
 
     /// Takes the first connection `pick` chooses out of the table.

@@ -231,11 +231,12 @@ fn is_v4(a: &Addr) -> bool {
 }
 
 /// `RDS_INFO_CONNECTIONS` / `RDS6_INFO_CONNECTIONS` (C: `rds_conn_info`,
-/// `rds6_conn_info`): the IPv4 table leaves IPv6 connections out.
+/// `rds6_conn_info`): the IPv4 table leaves IPv6 connections out. A connection with several
+/// paths is one record, of path 0, as in C.
 fn connections(shared: &Shared, net: NetId, len: usize, v6: bool) -> Result<Records> {
     let mut r = Records::new(ConnInfo::len(v6), len);
     shared.conns.try_for_each(net, |c| {
-        if !v6 && !is_v4(&c.key.laddr) {
+        if (!v6 && !is_v4(&c.key.laddr)) || c.key.path != 0 {
             return Ok(());
         }
         let (next_tx_seq, next_rx_seq) = c.seqs();

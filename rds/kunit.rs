@@ -312,6 +312,7 @@ fn passive_conn(shared: &Arc<Shared>, ctx: &ProcessCtx) -> c_int {
         laddr: Addr::from_v4([127, 0, 0, 91]),
         faddr: Addr::from_v4([127, 0, 0, 92]),
         tos: 0,
+        path: 0,
     };
     let Some(lo) = shared.transports.by_kind(crate::proto::RDS_TRANS_LOOP) else {
         return 100;

@@ -13,7 +13,7 @@
 //! [`Incoming`] from the header alone (over loopback it shares the sender's [`Payload`]; a
 //! network transport hands over its own receive fragments, [`Payload::lent`]).
 
-use crate::bindings::mm::{page_read, page_write};
+use crate::bindings::mm::{page_read, page_write, PinCharge, UserPage, UserPages};
 use crate::bindings::net::{emsgsize, MsgHdr, SockRef};
 use crate::bindings::sync::{
     new_spinlock_bh, new_spinlock_pc, recycle_unique, ProcessCtx, SpinLockBh, SpinLockPc,
@@ -259,13 +259,15 @@ pub(crate) enum Frag<'a> {
     /// Bytes in a kernel buffer (a small payload, or a tiny one inside its message, which
     /// lives in a `kmalloc`ed `Arc`); physically contiguous, so one fragment for a device too.
     Bytes(&'a [u8]),
+    /// `len` bytes at `offset` in a page of a zero-copy sender's memory ([`ZcData`]).
+    User(UserPage<'a>, usize, usize),
 }
 
 impl Frag<'_> {
     /// The fragment's length in bytes.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Frag::Page(_, _, n) => *n,
+            Frag::Page(_, _, n) | Frag::User(_, _, n) => *n,
             Frag::Bytes(b) => b.len(),
         }
     }
@@ -279,6 +281,7 @@ impl Frag<'_> {
         }
         match self {
             Frag::Page(page, off, _) => page_read(page, off + offset, dst),
+            Frag::User(page, off, _) => page.read(off + offset, dst),
             Frag::Bytes(b) => {
                 dst.copy_from_slice(b.get(offset..end).ok_or(EINVAL)?);
                 Ok(())
@@ -304,6 +307,20 @@ enum Store {
     /// Another message's payload (loopback's network-like path shares the sender's message
     /// with the receiver's).
     Msg(Arc<Message>),
+    /// A zero-copy sender's pages.
+    User(ZcData),
+}
+
+/// The payload of a zero-copy send (`MSG_ZEROCOPY`): the sender's pages, and its
+/// notification, which tells the sender the kernel is done with them when it is dropped,
+/// after the pages were let go (C: `rds_znotifier`).
+pub(crate) struct ZcData {
+    /// The pages.
+    pub(crate) pages: UserPages,
+    /// Their charge to the sender's locked memory (held until they are let go).
+    pub(crate) _charge: PinCharge,
+    /// The notification.
+    pub(crate) done: crate::send::ZcDone,
 }
 
 /// The bytes of one message, in pages (C: the data scatterlist of `rds_message`), immutable
@@ -579,6 +596,28 @@ impl Payload {
         }
     }
 
+    /// A zero-copy sender's payload.
+    pub(crate) fn user(data: ZcData) -> Self {
+        // INVARIANT: the pages hold `len` bytes.
+        Self {
+            len: data.pages.len(),
+            store: Store::User(data),
+        }
+    }
+
+    /// Whether this is a zero-copy sender's payload.
+    pub(crate) fn is_zcopy(&self) -> bool {
+        matches!(self.store, Store::User(_))
+    }
+
+    /// A zero-copy payload's sender is told when the kernel is done with its pages, from now
+    /// on ([`crate::send::ZcDone::arm`]); nothing for another payload.
+    pub(crate) fn arm_zcopy(&self) {
+        if let Store::User(z) = &self.store {
+            z.done.arm();
+        }
+    }
+
     /// A payload of `len` bytes in a transport's fragments.
     pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
         // INVARIANT: the transport vouches that its fragments hold `len` bytes.
@@ -648,8 +687,22 @@ impl Payload {
                 c.get(at..at + n).map(Frag::Bytes)
             }
             Store::Own(pages) => pages.get(idx).map(|p| Frag::Page(p, 0, n)),
-            Store::Lent(_) => None,
+            Store::Lent(_) | Store::User(_) => None,
             Store::Msg(m) => m.data.segment(idx),
+        }
+    }
+
+    /// The fragment holding byte `offset` and the byte's offset in it (for a stream transport,
+    /// which sends a payload from any offset on); `None` past the end.
+    pub(crate) fn frag_at(&self, offset: usize) -> Option<(Frag<'_>, usize)> {
+        const SEG: usize = 4096;
+        match &self.store {
+            Store::User(z) => z
+                .pages
+                .piece_at(offset)
+                .map(|(p, o, n)| (Frag::User(p, o, n), 0)),
+            Store::Msg(m) => m.data.frag_at(offset),
+            _ => self.segment(offset / SEG).map(|f| (f, offset % SEG)),
         }
     }
 
@@ -675,6 +728,7 @@ impl Payload {
                 frags.try_for_each(&mut |page, off, n| f(Frag::Page(page, off, n)))
             }
             Store::Msg(m) => m.data.try_for_each_frag(f),
+            Store::User(z) => z.pages.try_for_each(|p, off, n| f(Frag::User(p, off, n))),
         }
     }
 
@@ -690,6 +744,7 @@ impl Payload {
             }
             let got = match frag {
                 Frag::Page(page, off, _) => msg.copy_from_page(page, off, n)?,
+                Frag::User(page, off, _) => msg.copy_from_user_page(page, off, n)?,
                 Frag::Bytes(b) => msg.copy_from_slice(b.get(..n).ok_or(EINVAL)?),
             };
             copied += got;
@@ -905,6 +960,26 @@ impl_list_item! {
 }
 
 impl MsgBody {
+    /// Sets the addressing of a `sendmsg`'s message and its length, `len`, which its payload
+    /// holds (set by the caller); the rest starts over.
+    fn set_head(&mut self, head: MsgHead, len: u32) {
+        self.sport = head.sport;
+        self.dport = head.dport;
+        // INVARIANT: the payload holds `len` bytes (the caller's requirement).
+        self.len = len;
+        self.charge = msg_charge(len);
+        self.owner_id = head.owner_id;
+        self.saddr = head.saddr;
+        self.daddr = head.daddr;
+        self.tos = head.tos;
+        self.op = None;
+        self.rdma_cookie = 0;
+        *self.seq.get_mut() = 0;
+        *self.flags.get_mut() = 0;
+        *self.rx_tstamp.get_mut() = 0;
+        *self.rx_end.get_mut() = 0;
+    }
+
     /// A body with nothing in it yet.
     fn new(data: Payload, pool: Option<Arc<MsgPool>>) -> Result<Self> {
         let len = u32::try_from(data.len()).map_err(|_| emsgsize())?;
@@ -966,7 +1041,19 @@ impl Message {
         msg: &mut MsgHdr<'_>,
         len: usize,
     ) -> Result<Pin<UniqueArc<Self>>> {
-        let mut m = match pool.take(len) {
+        let mut m = Self::from_user_empty(pool, len)?;
+        let b = m.as_mut().body_mut();
+        let len32 = u32::try_from(len).map_err(|_| emsgsize())?;
+        b.data.fill_from_user(msg, len, &mut b.spare)?;
+        b.set_head(head, len32);
+        b.pool = Some(pool.clone());
+        Ok(m)
+    }
+
+    /// A spare of `pool` for a message of `len` bytes, or new memory (see
+    /// [`Message::from_user`]), its fields to be set.
+    fn from_user_empty(pool: &Arc<MsgPool>, len: usize) -> Result<Pin<UniqueArc<Self>>> {
+        let m = match pool.take(len) {
             Some(m) => {
                 stats::inc(Stat::RsMsgRecycled);
                 m
@@ -986,24 +1073,23 @@ impl Message {
                 )?
             }
         };
+        Ok(m)
+    }
+
+    /// The message of a zero-copy `sendmsg` to `head`: [`Message::from_user`], with the
+    /// caller's pages as its payload instead of a copy.
+    pub(crate) fn from_user_pages(
+        pool: &Arc<MsgPool>,
+        head: MsgHead,
+        data: ZcData,
+    ) -> Result<Pin<UniqueArc<Self>>> {
+        let len = data.pages.len();
+        let mut m = Self::from_user_empty(pool, len)?;
         let b = m.as_mut().body_mut();
         let len32 = u32::try_from(len).map_err(|_| emsgsize())?;
-        b.data.fill_from_user(msg, len, &mut b.spare)?;
-        b.sport = head.sport;
-        b.dport = head.dport;
-        // INVARIANT: the payload holds `len` bytes.
-        b.len = len32;
-        b.charge = msg_charge(len32);
-        b.owner_id = head.owner_id;
-        b.saddr = head.saddr;
-        b.daddr = head.daddr;
-        b.tos = head.tos;
-        b.op = None;
-        b.rdma_cookie = 0;
-        *b.seq.get_mut() = 0;
-        *b.flags.get_mut() = 0;
-        *b.rx_tstamp.get_mut() = 0;
-        *b.rx_end.get_mut() = 0;
+        let old = core::mem::replace(&mut b.data, Payload::user(data));
+        b.spare.keep(old, POOL_BUF_MAX);
+        b.set_head(head, len32);
         b.pool = Some(pool.clone());
         Ok(m)
     }

@@ -544,8 +544,8 @@ impl RdsSocket {
                         .ok_or(EINVAL)?;
                     out.id_addr = addr;
                 }
-                // A cookie is only valid on a zero-copy send, which only TCP offers.
-                RDS_CMSG_ZCOPY_COOKIE => return Err(EINVAL),
+                // Checked and taken by `sendmsg` (the message's payload carries it).
+                RDS_CMSG_ZCOPY_COOKIE => {}
                 _ => return Err(EINVAL),
             }
         }

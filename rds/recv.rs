@@ -19,10 +19,11 @@ use crate::cong::CongMap;
 use crate::conn::Conn;
 use crate::message::{IncomingHeader, Message, Payload, RxSlot};
 use crate::proto::{
-    cmsg_space, encode_sockaddr, monitor_mask, parse_frame, CongChange, FrameError, FrameKind,
-    RdmaNotify, SeqCheck, SockAddr, Stat, HEADER_LEN, PROBE_PORT, RDMA_NOTIFY_LEN,
-    RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_STATUS, RDS_CMSG_RXPATH_LATENCY,
-    SOL_RDS, SOL_SOCKET, SO_TIMESTAMP_NEW, SO_TIMESTAMP_OLD,
+    cmsg_space, encode_sockaddr, is_hs_probe, monitor_mask, parse_frame, CongChange, FrameError,
+    FrameKind, Header, RdmaNotify, SeqCheck, SockAddr, Stat, HEADER_LEN, PROBE_PORT,
+    RDMA_NOTIFY_LEN, RDS_CMSG_CONG_UPDATE, RDS_CMSG_RDMA_DEST, RDS_CMSG_RDMA_STATUS,
+    RDS_CMSG_RXPATH_LATENCY, RDS_CMSG_ZCOPY_COMPLETION, SOL_RDS, SOL_SOCKET, SO_TIMESTAMP_NEW,
+    SO_TIMESTAMP_OLD, ZCOOKIES_LEN,
 };
 use crate::send;
 use crate::socket::{Rds, RdsSocket, SockData};
@@ -99,7 +100,7 @@ pub(crate) fn incoming(
     if !seq_admits(conn.rx_data(h.ack, h.sequence, h.flags)) {
         return Ok(());
     }
-    if ping_or_probe(conn, h.sport, h.dport, rx) {
+    if ping_or_probe(conn, Some(&h), h.sport, h.dport, rx) {
         return Ok(());
     }
     let m = slot.fill(
@@ -143,15 +144,27 @@ pub(crate) fn seq_admits(check: SeqCheck) -> bool {
 /// no acknowledgement (the core settled it with its sender). Pings are answered; anything
 /// else is queued on the socket bound to its destination (or dropped when there is none).
 pub(crate) fn deliver(conn: &Arc<Conn>, m: ListArc<Message, 1>, rx: RxCtx<'_>) {
-    if ping_or_probe(conn, m.sport, m.dport, rx) {
+    if ping_or_probe(conn, None, m.sport, m.dport, rx) {
         return;
     }
     queue_for(conn, m, None, rx);
 }
 
 /// Answers a ping (`dport` 0, when pings are answered) or takes a multipath probe's pong;
-/// returns whether the message was one of those.
-fn ping_or_probe(conn: &Arc<Conn>, sport: u16, dport: u16, rx: RxCtx<'_>) -> bool {
+/// returns whether the message was one of those. Over a transport with multipath, the probe
+/// ping and its pong carry the peer's path count in `hdr` (C: `rds_recv_incoming`'s
+/// handshake part).
+fn ping_or_probe(
+    conn: &Arc<Conn>,
+    hdr: Option<&Header>,
+    sport: u16,
+    dport: u16,
+    rx: RxCtx<'_>,
+) -> bool {
+    let handshake = match hdr {
+        Some(h) if conn.mp() && is_hs_probe(sport, dport) => Some(h),
+        _ => None,
+    };
     if dport == 0 && sys::ping_enabled() {
         if sport == 0 {
             // A ping from port 0 is not answered.
@@ -162,10 +175,19 @@ fn ping_or_probe(conn: &Arc<Conn>, sport: u16, dport: u16, rx: RxCtx<'_>) -> boo
             RxCtx::Process(ctx) => answer_ping(conn, sport, ctx),
             RxCtx::Atomic => conn.defer_pong(sport),
         }
+        if let Some(h) = handshake {
+            conn.handshake(h, rx);
+        }
         return true;
     }
-    // A multipath handshake pong: rds-rs has one path only.
-    dport == PROBE_PORT && sport == 0
+    if dport == PROBE_PORT && sport == 0 {
+        // The pong of a probe (a transport without multipath has one path).
+        if let Some(h) = handshake {
+            conn.handshake(h, rx);
+        }
+        return true;
+    }
+    false
 }
 
 /// Queues `m` on the socket bound to its destination, if there is one (C: the second half of
@@ -217,6 +239,7 @@ pub(crate) fn answer_ping(conn: &Arc<Conn>, port: u16, ctx: &ProcessCtx) {
             laddr: conn.key.faddr,
             faddr: conn.key.laddr,
             tos: conn.key.tos,
+            path: 0,
         },
         &conn.transport,
         ctx,
@@ -387,6 +410,34 @@ impl RdsSocket {
         !d.notify_queue.is_empty() || d.cong_notify != 0 || !d.recv_queue.is_empty()
     }
 
+    /// Hands the oldest zero-copy completions (at most [`crate::proto::ZCOOKIES_MAX`]) to
+    /// `recvmsg` as an `RDS_CMSG_ZCOPY_COMPLETION` (C: `rds_recvmsg_zcookie`), when the socket
+    /// has `SO_ZEROCOPY` on and the control buffer has room for one; returns whether it did.
+    /// The completions stay when the control message cannot be written.
+    fn put_zcookies(&self, sock: &Sock<Rds>, msg: &mut MsgHdr<'_>) -> bool {
+        if !sock.flag(SockFlag::ZeroCopy) || msg.control_room() < cmsg_space(ZCOOKIES_LEN) {
+            return false;
+        }
+        // One caller at a time between reading the completions and dropping them.
+        let _serial = self.inner.lock();
+        let Some((bytes, n)) = ({
+            let d = self.data.lock();
+            d.zc.peek(&d.zc_buf)
+        }) else {
+            return false;
+        };
+        if msg
+            .put_cmsg(SOL_RDS, RDS_CMSG_ZCOPY_COMPLETION, &bytes)
+            .is_err()
+        {
+            return false;
+        }
+        let mut d = self.data.lock();
+        let cap = d.zc_buf.len();
+        d.zc.consume(n, cap);
+        true
+    }
+
     /// Hands pending completion notifications to `recvmsg` as `RDS_CMSG_RDMA_STATUS` control
     /// messages (C: `rds_notify_queue_get`): as many as the control buffer holds, at least one
     /// (which `put_cmsg` truncates, with `MSG_CTRUNC`, if it does not fit). Returns `None` when
@@ -486,7 +537,13 @@ pub(crate) fn recvmsg(
             } => (m, taken, news, rx_traces, rx_trace_pos, scope_id),
             Head::Empty => {
                 if timeo.is_zero() {
-                    return Err(EAGAIN);
+                    // A non-blocking call with nothing to read takes zero-copy completions
+                    // alone (C: `rds_recvmsg_zcookie`; a blocking one does not wait for them).
+                    return if s.put_zcookies(sock, msg) {
+                        Ok(0)
+                    } else {
+                        Err(EAGAIN)
+                    };
                 }
                 match sock.wait(timeo, || s.readable(), ctx) {
                     WaitOutcome::Ready(left) => {
@@ -519,6 +576,7 @@ pub(crate) fn recvmsg(
             msg.add_flags(MSG_TRUNC);
         }
         put_recv_cmsgs(sock, msg, &m, rx_traces, rx_trace_pos).map_err(|_| EFAULT)?;
+        s.put_zcookies(sock, msg);
         stats::inc(Stat::RecvDelivered);
         if msg.wants_name() {
             let mut name = [0u8; crate::bindings::net::GETNAME_LEN];
@@ -608,7 +666,7 @@ pub(crate) fn poll(sock: &Sock<Rds>, ctx: &PollCtx<'_>) -> u32 {
     } else if d.cong_notify != 0 {
         mask |= poll::IN | poll::RDNORM;
     }
-    if !d.recv_queue.is_empty() || !d.notify_queue.is_empty() {
+    if !d.recv_queue.is_empty() || !d.notify_queue.is_empty() || d.zc.pending() != 0 {
         mask |= poll::IN | poll::RDNORM;
     }
     if s.snd_bytes.load(Ordering::Relaxed) < sndbuf {

@@ -17,21 +17,23 @@
 
 use crate::bindings::net::{
     emsgsize, enobufs, eopnotsupp, erestartsys, errno, etimedout, user_writable, MsgHdr, Sock,
-    SockFlag, SockRef, WaitOutcome,
+    SockFlag, SockRef, WaitOutcome, WaitQueue,
 };
 use crate::bindings::raw;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
-use crate::message::{Message, MessageParts, MsgHead, Payload};
+use crate::message::{Message, MessageParts, MsgHead, Payload, ZcData};
 use crate::proto::{
-    check_send_dest, monitor_mask, parse_send_dest, rdma_bytes, rdma_sg_too_big,
-    scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat,
-    RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    check_send_dest, cmsgs, monitor_mask, mpath_known, parse_send_dest, rdma_bytes,
+    rdma_sg_too_big, scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr,
+    Stat, PROBE_PORT, RDS_CMSG_ZCOPY_COOKIE, RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    SOL_RDS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, Notifier, RdmaOp, SendRdma, Tracker};
-use crate::socket::{addr_error, Rds, RdsSocket, SockData};
+use crate::socket::{addr_error, Rds, RdsSocket, SockData, ZC_MAX};
 use crate::stats;
-use core::sync::atomic::Ordering;
+use core::pin::Pin;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     list::{List, ListArc},
     prelude::*,
@@ -105,9 +107,20 @@ pub(crate) fn sendmsg(
         tos: route.tos,
         owner_id: sock.id(),
     };
-    let mut m = Message::from_user(&s.pool, head, msg, len)?;
-    stats::add(Stat::CopyFromUser, len as u64);
-    let mut conn = s.conn_for(sock, &route, ctx)?;
+    // C: a cookie goes with a zero-copy send of some payload only (`rds_cmsg_zcopy`).
+    let cookie = zcopy_cookie(control)?;
+    if cookie.is_some() && (!zcopy || len == 0) {
+        return Err(EINVAL);
+    }
+    let mut m = match cookie {
+        Some(cookie) => zcopy_message(sock, head, msg, len, cookie)?,
+        None => {
+            let m = Message::from_user(&s.pool, head, msg, len)?;
+            stats::add(Stat::CopyFromUser, len as u64);
+            m
+        }
+    };
+    let mut conn = s.conn_for(sock, &route, nonblock, ctx)?;
     // Congestion first: nothing is pinned or registered while a sender waits (bounded by
     // the send timeout).
     wait_uncongested(sock, &conn, route.dest.port, nonblock, ctx)?;
@@ -145,6 +158,9 @@ pub(crate) fn sendmsg(
     }
     // The registration of an RDMA_MAP now belongs to the message's receiver.
     rdma.mapped = None;
+    // A zero-copy send reports its completion from now on, whatever becomes of it (C: the
+    // message has its socket).
+    m.data.arm_zcopy();
     // A connection reaped (idle) since this send found it takes no message: the next one is
     // made; one destroyed with its namespace is not replaced.
     for _ in 0..3 {
@@ -156,7 +172,7 @@ pub(crate) fn sendmsg(
             }
             Err(back) => {
                 m = back;
-                match s.conn_for(sock, &route, ctx) {
+                match s.conn_for(sock, &route, nonblock, ctx) {
                     Ok(c) => conn = c,
                     Err(_) => break,
                 }
@@ -278,6 +294,11 @@ pub(crate) struct Route {
     zerocopy: bool,
     /// The socket's cached connection (of its last send).
     cached: Option<Arc<Conn>>,
+    /// The seed of the socket's multipath hash.
+    mpath_seed: u32,
+    /// The destination the socket stays on path 0 for
+    /// ([`crate::socket::SockInner::mpath_fallback`]).
+    mpath_fallback: Option<(Addr, u8)>,
 }
 
 impl RdsSocket {
@@ -310,14 +331,33 @@ impl RdsSocket {
             tos: inner.tos,
             zerocopy: zcopy && transport.zerocopy(),
             cached: inner.conn_cache.clone(),
+            mpath_seed: inner.mpath_seed,
+            mpath_fallback: inner.mpath_fallback,
         })
     }
 
     /// The connection for a route: the socket's cached one if it matches, else one from the
-    /// table (created and connected if needed), which is then cached (C: `rs_conn`).
-    fn conn_for(&self, sock: &Sock<Rds>, route: &Route, ctx: &ProcessCtx) -> Result<Arc<Conn>> {
+    /// table (created and connected if needed), which is then cached (C: `rs_conn`). Over a
+    /// transport with multipath, the path the socket's port hashes to (C:
+    /// `rds_send_mprds_hash`): before the path count is known, a send that would take a path
+    /// above 0 sends the probe ping and, unless `nonblock`, waits for the handshake (at most
+    /// the send timeout; then, or when interrupted, it takes path 0, as in C, and stays on it
+    /// for that destination: its later messages must not overtake those on another path).
+    fn conn_for(
+        &self,
+        sock: &Sock<Rds>,
+        route: &Route,
+        nonblock: bool,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Conn>> {
         if let Some(c) = &route.cached {
-            if c.key.faddr == route.dest.addr && c.key.tos == route.tos && !c.is_destroyed() {
+            if c.key.faddr == route.dest.addr
+                && c.key.tos == route.tos
+                && !c.is_destroyed()
+                && (!c.mp()
+                    || known_path(route, c.npaths()) == Some(c.key.path)
+                    || (c.key.path == 0 && route.mpath_fallback == Some((c.key.faddr, c.key.tos))))
+            {
                 c.connect_if_down(ctx);
                 return Ok(c.clone());
             }
@@ -327,6 +367,7 @@ impl RdsSocket {
             laddr: route.bound.addr,
             faddr: route.dest.addr,
             tos: route.tos,
+            path: 0,
         };
         // The socket's transport (it has one: `route` found it bound).
         let transport = self
@@ -335,8 +376,26 @@ impl RdsSocket {
             .transport
             .clone()
             .ok_or_else(crate::bindings::net::enotconn)?;
-        let conn = self.shared.conns.get(&self.shared, key, &transport, ctx)?;
-        let old = self.inner.lock().conn_cache.replace(conn.clone());
+        let mut conn = self.shared.conns.get(&self.shared, key, &transport, ctx)?;
+        let dest = (key.faddr, key.tos);
+        let mut fallback = None;
+        if conn.mp() && route.mpath_fallback != Some(dest) {
+            match pick_path(sock, &conn, route, nonblock, ctx) {
+                Some(0) => {}
+                Some(path) => {
+                    conn = self.shared.conns.path(&conn, path, false, ctx)?;
+                    conn.connect_if_down(ctx);
+                }
+                None => fallback = Some(dest),
+            }
+        }
+        let old = {
+            let mut inner = self.inner.lock();
+            if fallback.is_some() {
+                inner.mpath_fallback = fallback;
+            }
+            inner.conn_cache.replace(conn.clone())
+        };
         drop(old);
         Ok(conn)
     }
@@ -383,6 +442,138 @@ impl RdsSocket {
         drop(spare);
         Ok(())
     }
+}
+
+/// The cookie of a send's `RDS_CMSG_ZCOPY_COOKIE`, if it has one (the last); `EINVAL` for
+/// one shorter than a `u32` (C: `rds_cmsg_zcopy`).
+fn zcopy_cookie(control: &[u8]) -> Result<Option<u32>> {
+    let mut cookie = None;
+    for c in cmsgs(control) {
+        let c = c.map_err(|_| EINVAL)?;
+        if c.level == SOL_RDS && c.kind == RDS_CMSG_ZCOPY_COOKIE {
+            let b = c.data.first_chunk::<4>().ok_or(EINVAL)?;
+            cookie = Some(u32::from_ne_bytes(*b));
+        }
+    }
+    Ok(cookie)
+}
+
+/// The message of a zero-copy send of `len` bytes (C: `rds_message_zcopy_from_user`): the
+/// caller's pages by reference, charged to the socket creator's locked memory (`ENOMEM`
+/// above its limit, as C), with a place in the socket's completions (`ENOBUFS` when
+/// [`ZC_MAX`] are taken: completions to read first).
+fn zcopy_message(
+    sock: &Sock<Rds>,
+    head: MsgHead,
+    msg: &mut MsgHdr<'_>,
+    len: usize,
+    cookie: u32,
+) -> Result<Pin<UniqueArc<Message>>> {
+    let s = sock.state();
+    if s.data.lock().zc_buf.is_empty() {
+        let buf = KVec::from_elem(0u32, ZC_MAX, GFP_KERNEL_ACCOUNT)?;
+        let mut d = s.data.lock();
+        let spare = if d.zc_buf.is_empty() {
+            core::mem::replace(&mut d.zc_buf, buf)
+        } else {
+            buf
+        };
+        drop(d);
+        drop(spare);
+    }
+    {
+        let mut d = s.data.lock();
+        let cap = d.zc_buf.len();
+        if !d.zc.reserve(cap) {
+            stats::inc(Stat::RsZcopyFull);
+            return Err(enobufs());
+        }
+    }
+    // From here the place is the notification's: dropped unarmed, it gives it back.
+    let done = ZcDone {
+        sock: sock.to_ref(),
+        cookie,
+        armed: AtomicBool::new(false),
+    };
+    let pages = msg.take_user_pages(len)?;
+    let charge = s.rdma.user.charge(pages.npages()).map_err(|_| ENOMEM)?;
+    stats::add(Stat::RsZcopyBytes, len as u64);
+    Message::from_user_pages(
+        &s.pool,
+        head,
+        ZcData {
+            pages,
+            _charge: charge,
+            done,
+        },
+    )
+}
+
+/// The notification of a zero-copy send (C: `rds_znotifier`): dropped once the kernel is done
+/// with the sender's pages (after them, in any context), it adds the send's cookie to its
+/// socket's completions for `recvmsg` to report (C: `rds_rm_zerocopy_callback`), once armed:
+/// a send that failed before it was queued reports nothing (C: the message had no socket
+/// yet) and gives its place back.
+pub(crate) struct ZcDone {
+    sock: SockRef<Rds>,
+    cookie: u32,
+    armed: AtomicBool,
+}
+
+impl ZcDone {
+    /// The send was queued: its completion is reported.
+    pub(crate) fn arm(&self) {
+        self.armed.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for ZcDone {
+    fn drop(&mut self) {
+        let s = self.sock.state();
+        let armed = *self.armed.get_mut();
+        {
+            let mut d = s.data.lock();
+            let SockData { zc, zc_buf, .. } = &mut *d;
+            if armed {
+                zc.complete(zc_buf, self.cookie);
+            } else {
+                zc.unreserve();
+            }
+        }
+        if armed {
+            self.sock.wake();
+        }
+    }
+}
+
+/// The path a route's socket takes over a connection with `npaths` paths, if that is known
+/// without a handshake ([`mpath_known`]).
+fn known_path(route: &Route, npaths: u32) -> Option<u8> {
+    mpath_known(route.bound.port, route.mpath_seed, npaths).and_then(|p| u8::try_from(p).ok())
+}
+
+/// The path a route's socket sends on over the connection whose path 0 is `base` (see
+/// [`RdsSocket::conn_for`]); `None` for path 0 as a fallback, the path count not being known.
+fn pick_path(
+    sock: &Sock<Rds>,
+    base: &Arc<Conn>,
+    route: &Route,
+    nonblock: bool,
+    ctx: &ProcessCtx,
+) -> Option<u8> {
+    if let Some(p) = known_path(route, base.npaths()) {
+        return Some(p);
+    }
+    if base.claim_probe() && send_probe(base, ctx).is_err() {
+        // A congested peer gets no probe now; the next send tries again.
+        base.release_probe();
+    }
+    if nonblock {
+        return None;
+    }
+    let ready = || base.npaths() != 0 || base.is_destroyed();
+    let _ = WaitQueue::congestion().wait(sock.sndtimeo(false), ready, ctx);
+    known_path(route, base.npaths())
 }
 
 /// Waits until `port` at the connection's destination is not congested (C: `rds_cong_wait`),
@@ -652,8 +843,21 @@ pub(crate) fn drop_to(sock: &Sock<Rds>, bound: Addr, dest: Option<(Addr, u16)>) 
 }
 
 /// Answers a ping: a 0-byte message from port 0 back to the pinger (C: `rds_send_pong`).
-/// `conn` is the pinged side's connection to the pinger.
+/// `conn` is the pinged side's connection to the pinger. The pong of a probe ping (to
+/// [`PROBE_PORT`]) carries the path count ([`crate::transport::Transport::mp_capable`]).
 pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
+    send_control(conn, 0, dport)
+}
+
+/// Sends the probe ping of the multipath handshake on path 0 `base` (C: `rds_send_ping`):
+/// from [`PROBE_PORT`] to port 0, with the path count; connects the path if it is down.
+pub(crate) fn send_probe(base: &Arc<Conn>, ctx: &ProcessCtx) -> Result {
+    base.connect_if_down(ctx);
+    send_control(base, PROBE_PORT, 0)
+}
+
+/// Queues a 0-byte message of the core's from `sport` to `dport` (C: `rds_send_probe`).
+fn send_control(conn: &Arc<Conn>, sport: u16, dport: u16) -> Result {
     // C: rds_cong_wait(..., nonblock, NULL): a congested pinger gets no pong.
     if conn.fcong.test(dport) {
         stats::inc(Stat::CongSendError);
@@ -661,7 +865,7 @@ pub(crate) fn send_pong(conn: &Arc<Conn>, dport: u16) -> Result {
     }
     let m = Message::new(
         MessageParts {
-            sport: 0,
+            sport,
             dport,
             saddr: conn.key.laddr,
             daddr: conn.key.faddr,

@@ -25,7 +25,7 @@ use crate::message::{Message, MsgPool};
 use crate::proto::{
     check_bind_scope, cookie_key, encode_sockaddr, encode_unbound_local, is_info_option,
     parse_bind, parse_connect, parse_send_dest, AddrError, BarrierArgs, BarrierState, FreeMrArgs,
-    GetMrArgs, GetMrForDestArgs, RecvAccount, SockAddr, BARRIER_ARGS_LEN, BARRIER_FLAGS,
+    GetMrArgs, GetMrForDestArgs, RecvAccount, SockAddr, ZcRing, BARRIER_ARGS_LEN, BARRIER_FLAGS,
     FREE_MR_ARGS_LEN, GET_MR_ARGS_LEN, GET_MR_FOR_DEST_ARGS_LEN, RDS_BARRIER, RDS_CANCEL_SENT_TO,
     RDS_CONG_MONITOR, RDS_FREE_MR, RDS_GET_MR, RDS_GET_MR_FOR_DEST, RDS_RDMA_DONTWAIT, RDS_RECVERR,
     RDS_TRANS_COUNT, RDS_TRANS_NONE, RDS_TRANS_TCP, RX_TRACE_MAX, RX_TRACE_SO_LEN, SIOCRDSGETTOS,
@@ -192,8 +192,16 @@ pub(crate) struct SockInner {
     pub(crate) transport: Option<Arc<dyn Transport>>,
     /// The type of service (C: `rs_tos`); only a transport with a TOS map can set it.
     pub(crate) tos: u8,
-    /// The connection of the last send (C: `rs_conn`).
+    /// The connection of the last send (C: `rs_conn`); over a transport with multipath, the
+    /// path it took.
     pub(crate) conn_cache: Option<Arc<Conn>>,
+    /// The seed of the socket's multipath hash (C: `rs_hash_initval`).
+    pub(crate) mpath_seed: u32,
+    /// The destination (address, type of service) whose path 0 the socket took before the
+    /// path count was known, its port hashing elsewhere: it stays on path 0 for it, so that
+    /// its later messages never overtake those on another path (C moves to the hashed path,
+    /// and they may). One destination is remembered, the last.
+    pub(crate) mpath_fallback: Option<(crate::proto::Addr, u8)>,
 }
 
 impl SockInner {
@@ -205,6 +213,8 @@ impl SockInner {
             transport: None,
             tos: 0,
             conn_cache: None,
+            mpath_seed: crate::bindings::mm::random_u32(),
+            mpath_fallback: None,
         }
     }
 }
@@ -240,7 +250,17 @@ pub(crate) struct SockData {
     pub(crate) rx_trace_pos: [u8; 3],
     /// A copy of `SockInner::scope_id`, for the sender addresses `recvmsg` reports.
     pub(crate) scope_id: u32,
+    /// Zero-copy completions to report, and the places zero-copy sends in flight took (C:
+    /// `rs_zcookie_queue`); the ring's storage is `zc_buf`, allocated by the first zero-copy
+    /// send.
+    pub(crate) zc: ZcRing,
+    /// The storage of `zc`: empty, or [`ZC_MAX`] entries.
+    pub(crate) zc_buf: KVec<u32>,
 }
+
+/// How many zero-copy sends a socket may have in flight or completed and not yet reported
+/// (C keeps any number): one more fails with `ENOBUFS` until `recvmsg` reads completions.
+pub(crate) const ZC_MAX: usize = 1024;
 
 impl SockData {
     fn new() -> Self {
@@ -258,6 +278,8 @@ impl SockData {
             cong: None,
             rx_traces: 0,
             rx_trace_pos: [0; 3],
+            zc: ZcRing::new(),
+            zc_buf: KVec::new(),
             scope_id: 0,
         }
     }

@@ -108,6 +108,13 @@ pub(crate) trait Transport: Send + Sync {
         false
     }
 
+    /// Whether a connection may have several paths (C: `t_mp_capable`, which TCP sets): up to
+    /// [`crate::proto::MPATH_MAX`], negotiated by the probe ping, each a connection of its own
+    /// ([`crate::conn::ConnKey::path`]) that the transport connects and accepts separately.
+    fn mp_capable(&self) -> bool {
+        false
+    }
+
     /// Whether a connection's peer numbers its messages in increasing order within one
     /// incarnation of the connection (IB/iWARP: a QP), so that an old sequence number
     /// without `RDS_FLAG_RETRANSMITTED` is a replay, dropped and counted
@@ -193,6 +200,10 @@ pub(crate) trait ConnTransport: Send + Sync + core::any::Any {
     fn rdma_info(&self) -> Option<RdmaInfo> {
         None
     }
+
+    /// The multipath handshake of the connection whose path 0 is `base` completed (process
+    /// context): the paths may be set straight.
+    fn paths_known(&self, _base: &Arc<Conn>, _ctx: &ProcessCtx) {}
 
     /// What `RDS_INFO_TCP_SOCKETS` reports of the connection's socket (`None`: no TCP socket;
     /// process context: `getsockopt`).

@@ -111,6 +111,7 @@ impl Loopback {
             laddr: Addr(*laddr),
             faddr: Addr(*faddr),
             tos: *tos,
+            path: 0,
         };
         let conn = shared.conns.find(&key).ok_or(ENOENT)?;
         let payload = Payload::from_bytes(payload, GFP_KERNEL)?;

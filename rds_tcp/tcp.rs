@@ -126,6 +126,14 @@ impl Transport for TcpTransport {
         true
     }
 
+    fn mp_capable(&self) -> bool {
+        true
+    }
+
+    fn zerocopy(&self) -> bool {
+        true
+    }
+
     fn tos_map(&self, _tos: u8) -> Option<u8> {
         // C: `rds_tcp_get_tos_map`: every TOS maps to 0.
         Some(0)

@@ -393,9 +393,12 @@ for cfg in l10 c10 u10 l10c10u10; do
 done
 # Hostile peers over TCP from a raw socket, after the selftest runs, in both guests.
 for g in tcp tcpf; do
-  for case in h_len_over_1mib garbage truncated_header announce_1mib_then_silence silent; do
+  for case in h_len_over_1mib garbage truncated_header announce_1mib_then_silence silent all_paths_up; do
     expect+=(--expect "$res/$g/tcp-hostile.tap:tcp_hostile_$case"
              --expect "$res/$g/tcp-hostile.tap:tcp_hostile_${case}_rds_after")
+  done
+  for case in rs_data rs_errors rs_local rs_ring_full c_data c_errors c_local; do
+    expect+=(--expect "$res/$g/tcp-zcopy.tap:tcp_zcopy_$case")
   done
 done
 # C's rds_tcp against rds_rs's TCP transport, in the pair's last rounds.
@@ -407,6 +410,7 @@ for dir in c_to_rs:a rs_to_c:b; do
       expect+=(--expect "$res/$g/ib-pair-$impl.tap:ib_tcp_${d}_${fam}_$check")
     done
     expect+=(--expect "$res/$g/ib-pair-$impl.tap:tcp_pair_${impl}_echo_$fam")
+    expect+=(--expect "$res/$g/ib-pair-$impl.tap:tcp_pair_${impl}_paths_$fam")
   done
 done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \

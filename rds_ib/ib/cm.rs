@@ -92,6 +92,7 @@ impl Listener {
             laddr: p.daddr,
             faddr: p.saddr,
             tos: p.tos,
+            path: 0,
         };
         let shared = &self.shared;
         let ib: Arc<dyn Transport> = self.ib.clone();

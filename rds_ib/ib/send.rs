@@ -49,9 +49,11 @@ impl SendSource for Inflight {
         let Inflight::Send { msg, .. } = self else {
             return None;
         };
-        msg.data.segment(idx).map(|f| match f {
-            Frag::Page(p, o, n) => Piece::Page(p, o, n),
-            Frag::Bytes(b) => Piece::Bytes(b),
+        msg.data.segment(idx).and_then(|f| match f {
+            Frag::Page(p, o, n) => Some(Piece::Page(p, o, n)),
+            Frag::Bytes(b) => Some(Piece::Bytes(b)),
+            // Zero-copy payloads are TCP's only (and have no segments).
+            Frag::User(..) => None,
         })
     }
 }

@@ -27,10 +27,12 @@ use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::sys::{
     impl_delayed_work_item, impl_work_item, new_process_work, DelayedWork, Work,
 };
-use crate::bindings::tcp::{Attached, CbSock, TcpEvents, TcpSocket, TcpState};
+use crate::bindings::tcp::{self as btcp, Attached, CbSock, TcpEvents, TcpSocket, TcpState};
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
-use crate::proto::{tcp_acked, tcp_connects, Addr, Stat, TcpSockInfo, RDS_TCP_PORT};
+use crate::proto::{
+    path_port, path_port_groups, tcp_acked, tcp_connects, Addr, Stat, TcpSockInfo, RDS_TCP_PORT,
+};
 use crate::stats;
 use crate::transport::{ConnTransport, XmitError, XmitProgress};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -78,9 +80,19 @@ pub(crate) struct TcpConn {
     #[pin]
     pub(super) state: Mutex<Option<Current>>,
     /// An accepted socket waiting for the connection to go down, to be installed then.
+    /// Accepted sockets waiting to be installed ([`Parked`]): slot 0 for one known to be for
+    /// this path (a newer one for the same path replaces it), slots 1 and up, of path 0's,
+    /// for sockets whose path is not known yet (each waits on its own).
     #[pin]
-    parked: Mutex<Option<Arc<Parked>>>,
+    parked: Mutex<[Option<Arc<Parked>>; PARKED_SLOTS]>,
+    /// The group of the local port range the next client socket tries first
+    /// ([`TcpConn::bind_path_port`]).
+    port_group: AtomicU32,
 }
+
+/// Slots for parked sockets per path: one per path of a connection, and the one for the path's
+/// own (see [`TcpConn::parked`]).
+const PARKED_SLOTS: usize = crate::proto::MPATH_MAX as usize + 1;
 
 /// How often a parked socket is tried ([`Parked`]), 10 ms apart: 5 s in all.
 const PARKED_TRIES: u32 = 500;
@@ -92,7 +104,13 @@ const PARKED_TRIES: u32 = 500;
 /// then; it is reset only if that takes more than 5 s, or the connection is destroyed.
 #[pin_data]
 pub(super) struct Parked {
+    /// Path 0 of the connection.
     conn: Arc<Conn>,
+    /// The path whose `parked` slot holds it: the one the socket is for, when that is known,
+    /// else path 0.
+    home: Arc<Conn>,
+    /// Its slot there.
+    slot: usize,
     #[pin]
     sock: Mutex<Option<TcpSocket>>,
     tries: AtomicU32,
@@ -104,7 +122,7 @@ impl_delayed_work_item!(Parked, work, Parked::retry);
 
 impl Parked {
     fn retry(this: Arc<Self>, ctx: &ProcessCtx) {
-        let Some(tc) = this.conn.tstate::<TcpConn>() else {
+        let Some(tc) = this.home.tstate::<TcpConn>() else {
             return;
         };
         let sock = this.sock.lock().take();
@@ -113,19 +131,25 @@ impl Parked {
             sock.reset(ctx);
             return;
         }
-        match tc.adopt(&this.conn, sock, ctx) {
-            None => {
-                let mut p = tc.parked.lock();
-                if p.as_ref().is_some_and(|p| Arc::ptr_eq(p, &this)) {
-                    *p = None;
-                }
+        let unslot = || {
+            let mut p = tc.parked.lock();
+            match p.get_mut(this.slot) {
+                Some(e) if e.as_ref().is_some_and(|p| Arc::ptr_eq(p, &this)) => e.take(),
+                _ => None,
             }
+        };
+        match place(&this.conn, sock, ctx) {
+            None => drop(unslot()),
             Some(sock) => {
                 let current = tc
                     .parked
                     .lock()
-                    .as_ref()
+                    .get(this.slot)
+                    .and_then(Option::as_ref)
                     .is_some_and(|p| Arc::ptr_eq(p, &this));
+                if current && this.tries.load(Ordering::Relaxed) >= PARKED_TRIES {
+                    drop(unslot());
+                }
                 if !current || this.tries.fetch_add(1, Ordering::Relaxed) >= PARKED_TRIES {
                     stats::inc(Stat::TcpConnectRaced);
                     sock.reset(ctx);
@@ -134,6 +158,76 @@ impl Parked {
                 *this.sock.lock() = Some(sock);
                 DelayedWork::queue(&this.conn.shared.wq, this.clone(), park_delay());
             }
+        }
+    }
+}
+
+/// Installs an accepted socket on a path of the connection whose path 0 is `base` if that
+/// path can take it now (C: `rds_tcp_accept_one_path`): the path its port says ([`path_of`]),
+/// else the first of the negotiated paths (path 0 before the handshake) that can; gives it
+/// back when none can.
+fn place(base: &Arc<Conn>, mut sock: TcpSocket, ctx: &ProcessCtx) -> Option<TcpSocket> {
+    let n = base.npaths().max(1);
+    let paths = match path_of(base, &sock) {
+        Some(i) => {
+            unplace(base, ctx);
+            u32::from(i)..u32::from(i) + 1
+        }
+        None => 0..n,
+    };
+    for i in paths {
+        let Ok(i) = u8::try_from(i) else { break };
+        let Ok(c) = base.shared.conns.path(base, i, true, ctx) else {
+            break;
+        };
+        let Some(tc) = c.tstate::<TcpConn>() else {
+            break;
+        };
+        match tc.adopt(&c, sock, ctx) {
+            Some(back) => sock = back,
+            None => return None,
+        }
+    }
+    Some(sock)
+}
+
+/// The path an accepted socket is for, when that is known: the only one of a connection of one
+/// path, or the one its port says for a peer that numbers its ports by path (C after 6.12).
+/// `None` before the handshake (path 0 takes it when it can; a path of the peer's that
+/// connected before this end learnt the count waits), or for a peer with several paths that
+/// does not say (the first free one takes it, as C 6.12 does).
+fn path_of(base: &Conn, sock: &TcpSocket) -> Option<u8> {
+    match base.npaths() {
+        0 => None,
+        1 => Some(0),
+        n if base.peer_sport_idx() => u8::try_from(u32::from(sock.names().fport) % n).ok(),
+        _ => None,
+    }
+}
+
+/// Drops the paths whose accepted socket came from a port of another path, once the handshake
+/// said the peer numbers its ports by path (see [`path_of`]): accepted before that, they would
+/// pair this end's sequence numbers with another path's of the peer's. The peer connects them
+/// again, to the right path.
+pub(super) fn unplace(base: &Arc<Conn>, ctx: &ProcessCtx) {
+    let n = base.npaths();
+    if n < 2 || !base.peer_sport_idx() {
+        return;
+    }
+    for i in 0..n {
+        let Ok(i) = u8::try_from(i) else { break };
+        let Ok(c) = base.shared.conns.path(base, i, true, ctx) else {
+            break;
+        };
+        let Some(tc) = c.tstate::<TcpConn>() else {
+            break;
+        };
+        let misplaced = tc.state.lock().as_ref().is_some_and(|cur| {
+            cur.link.role == Role::Accepted && u32::from(cur.sock.names().fport) % n != u32::from(i)
+        });
+        if misplaced {
+            stats::inc(Stat::RsTcpPathMisplaced);
+            c.drop_connection();
         }
     }
 }
@@ -149,10 +243,34 @@ impl TcpConn {
             pin_init!(Self {
                 key,
                 state <- new_mutex!(None, "TcpConn::state"),
-                parked <- new_mutex!(None, "TcpConn::parked"),
+                parked <- new_mutex!(Default::default(), "TcpConn::parked"),
+                port_group: AtomicU32::new(crate::bindings::mm::random_u32()),
             }),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+
+    /// Binds a client socket to a source port that carries the connection's path in its low
+    /// three bits ([`path_port`]; C after 6.12, which the handshake announces with
+    /// `RDS_EXTHDR_SPORT_IDX`), trying the groups of the namespace's local port range in
+    /// turn from the one after the last used; any free port when the range has none free.
+    fn bind_path_port(&self, sock: &TcpSocket, ctx: &ProcessCtx) -> Result {
+        let (lo, hi) = btcp::local_port_range(self.key.net);
+        let groups = path_port_groups(lo, hi);
+        let path = u32::from(self.key.path);
+        for _ in 0..groups {
+            let g = self.port_group.fetch_add(1, Ordering::Relaxed) % groups;
+            let Some(port) = path_port(lo, hi, g, path) else {
+                break;
+            };
+            match sock.bind(&self.key.laddr.0, port, 0, ctx) {
+                Ok(()) => return Ok(()),
+                Err(e) if e == crate::bindings::net::eaddrinuse() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        stats::inc(Stat::RsTcpPortAny);
+        sock.bind(&self.key.laddr.0, 0, 0, ctx)
     }
 
     /// Whether this end is TCP's client of the connection.
@@ -178,21 +296,55 @@ impl TcpConn {
         true
     }
 
-    /// Takes an accepted socket for the connection (C: the second half of
-    /// `rds_tcp_accept_one`): installed if the connection is down, or connecting with only a
-    /// nudge out. Otherwise it is parked until the connection is down ([`Parked`]); a
-    /// connection that is up is dropped first (the peer connected again, so it has given the
-    /// old socket up).
+    /// Takes an accepted socket for the connection whose path 0 is `conn` (C: the second half
+    /// of `rds_tcp_accept_one`): installed on its path if that can take it ([`place`]).
+    /// Otherwise it is parked until it can ([`Parked`]); when the path it is for is known and
+    /// up, that path is dropped first (the peer connected it again, so it has given the old
+    /// socket up).
     pub(super) fn accept(&self, conn: &Arc<Conn>, sock: TcpSocket, ctx: &ProcessCtx) {
-        let Some(sock) = self.adopt(conn, sock, ctx) else {
+        let Some(sock) = place(conn, sock, ctx) else {
             return;
         };
-        if conn.state() == crate::proto::ConnState::Up {
-            conn.drop_connection();
+        let target = path_of(conn, &sock);
+        let home = match target.map(|i| conn.shared.conns.path(conn, i, true, ctx)) {
+            Some(Ok(p)) => p,
+            Some(Err(_)) => {
+                stats::inc(Stat::TcpConnectRaced);
+                sock.reset(ctx);
+                return;
+            }
+            None => conn.clone(),
+        };
+        if target.is_some() && home.state() == crate::proto::ConnState::Up {
+            home.drop_connection();
         }
+        let Some(htc) = home.tstate::<TcpConn>() else {
+            sock.reset(ctx);
+            return;
+        };
+        // A socket for a known path takes that path's own slot (replacing an older one for it);
+        // one for a path not known yet takes a free slot of path 0's.
+        let slot = if target.is_some() {
+            Some(0)
+        } else {
+            htc.parked
+                .lock()
+                .iter()
+                .skip(1)
+                .position(Option::is_none)
+                .map(|i| i + 1)
+        };
+        let Some(slot) = slot else {
+            stats::inc(Stat::TcpConnectRaced);
+            sock.reset(ctx);
+            return;
+        };
+        let home_ref = home.clone();
         let parked = Arc::pin_init(
             pin_init!(Parked {
                 conn: conn.clone(),
+                home: home_ref,
+                slot,
                 sock <- new_mutex!(Some(sock), "Parked::sock"),
                 tries: AtomicU32::new(0),
                 work <- DelayedWork::new(),
@@ -204,7 +356,24 @@ impl TcpConn {
             stats::inc(Stat::TcpConnectRaced);
             return;
         };
-        let old = self.parked.lock().replace(parked.clone());
+        let old = {
+            let mut p = htc.parked.lock();
+            match p.get_mut(slot) {
+                Some(e) if slot == 0 || e.is_none() => Ok(e.replace(parked.clone())),
+                _ => Err(()),
+            }
+        };
+        let old = match old {
+            Ok(old) => old,
+            Err(()) => {
+                // Its free slot was taken meanwhile (accepts run one at a time: never).
+                stats::inc(Stat::TcpConnectRaced);
+                if let Some(s) = parked.sock.lock().take() {
+                    s.reset(ctx);
+                }
+                return;
+            }
+        };
         if let Some(o) = old {
             // The peer gave up the earlier one: its connection attempt is the new one. Its
             // retry is stopped first (it may hold the socket while it runs).
@@ -317,7 +486,11 @@ impl ConnTransport for TcpConn {
         let (laddr, faddr) = (&self.key.laddr, &self.key.faddr);
         let sock = TcpSocket::new(self.key.net, laddr.v4().is_none(), ctx)?;
         sock.tune(self.key.net, ctx);
-        sock.bind(&laddr.0, 0, 0, ctx)?;
+        if role == Role::Client {
+            self.bind_path_port(&sock, ctx)?;
+        } else {
+            sock.bind(&laddr.0, 0, 0, ctx)?;
+        }
         let link = Link::new(conn.clone(), role)?;
         let handler: Arc<dyn TcpEvents> = link.clone();
         let a = sock.connect(&faddr.0, RDS_TCP_PORT, 0, handler, ctx)?;
@@ -338,9 +511,9 @@ impl ConnTransport for TcpConn {
             c.close(ctx);
         }
         if conn.is_destroyed() {
-            // A parked socket goes with the connection (its work then finds nothing).
-            let p = self.parked.lock().take();
-            if let Some(p) = p {
+            // Parked sockets go with the connection (their work then finds nothing).
+            let all = core::mem::replace(&mut *self.parked.lock(), Default::default());
+            for p in all.into_iter().flatten() {
                 // Its retry stopped (a pending timer must not fire after the module is gone).
                 DelayedWork::cancel(&p, ctx);
                 let s = p.sock.lock().take();
@@ -349,6 +522,10 @@ impl ConnTransport for TcpConn {
                 }
             }
         }
+    }
+
+    fn paths_known(&self, base: &Arc<Conn>, ctx: &ProcessCtx) {
+        unplace(base, ctx);
     }
 
     fn stream_info(&self) -> Option<TcpSockInfo> {

@@ -144,6 +144,7 @@ impl NetListener {
             laddr,
             faddr,
             tos: 0,
+            path: 0,
         };
         let shared = &self.tcp.shared;
         let t: Arc<dyn Transport> = self.tcp.clone();
@@ -155,9 +156,11 @@ impl NetListener {
             return refuse(sock);
         };
         if !tcp_connects(&faddr, &laddr) {
-            // The peer has the larger address: it only nudges; this side connects.
+            // The peer has the larger address: it only nudges; this side connects, every
+            // path (the nudge does not say which path it is for).
             sock.reset(ctx);
             conn.connect_if_down(ctx);
+            conn.start_paths(ctx);
             return;
         }
         tc.accept(&conn, sock, ctx);

@@ -18,15 +18,12 @@ use super::conn::TcpConn;
 use crate::bindings::sync::ProcessCtx;
 use crate::conn::Conn;
 use crate::message::{Frag, Message};
-use crate::proto::{Stat, HEADER_LEN};
+use crate::proto::{is_hs_probe, Ext, Stat, HEADER_LEN, MPATH_MAX};
 use crate::stats;
 use crate::transport::{XmitError, XmitProgress};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
-/// The size of the payload's segments ([`crate::message::Payload::segment`]).
-const SEG: usize = 4096;
 
 /// Sends `msg` from where `progress` says (the core's drain, one at a time per connection).
 pub(super) fn xmit(
@@ -49,7 +46,16 @@ pub(super) fn xmit(
         msg.set_tx_mark(end);
         cur.link.last_sent_nxt.store(start, Ordering::Relaxed);
         cur.link.last_expected_una.store(end, Ordering::Relaxed);
-        cur.tx_hdr = msg.header(0).encode();
+        let mut hdr = msg.header(0);
+        if msg.owner_id == 0 && is_hs_probe(msg.sport, msg.dport) {
+            // The multipath handshake (the core's probe ping or its pong) offers the paths
+            // this end has, and says that its client connections carry their path in their
+            // source port (C: `rds_send_probe`; C 6.12 writes the count only, and stops
+            // reading at the second). Both fit in the empty area.
+            let _ = hdr.add_ext(Ext::Npaths(MPATH_MAX as u16));
+            let _ = hdr.add_ext(Ext::SportIdx(0));
+        }
+        cur.tx_hdr = hdr.encode();
     }
     let (sock, link, hdr) = (&cur.sock, &cur.link, &cur.tx_hdr);
     // Whether the send was tried again after the socket was found full.
@@ -60,12 +66,18 @@ pub(super) fn xmit(
             sock.send_bytes(part, len > 0, ctx)
         } else {
             let off = progress.sent - HEADER_LEN;
-            let idx = off / SEG;
-            let at = off % SEG;
-            let more = off + (SEG - at) < len;
-            match msg.data.segment(idx) {
-                Some(Frag::Page(p, o, n)) if at < n => sock.send_page(p, o + at, n - at, more, ctx),
-                Some(Frag::Bytes(b)) if at < b.len() => {
+            let frag = msg.data.frag_at(off);
+            let more = frag
+                .as_ref()
+                .is_some_and(|(f, at)| off + (f.len() - at) < len);
+            match frag {
+                Some((Frag::Page(p, o, n), at)) if at < n => {
+                    sock.send_page(p, o + at, n - at, more, ctx)
+                }
+                Some((Frag::User(p, o, n), at)) if at < n => {
+                    sock.send_user_page(p, o + at, n - at, more, ctx)
+                }
+                Some((Frag::Bytes(b), at)) if at < b.len() => {
                     sock.send_bytes(b.get(at..).unwrap_or(&[]), more, ctx)
                 }
                 // The payload does not cover its length: never for the core's messages.

@@ -234,6 +234,19 @@ if [ $loaded_ok -eq 0 ]; then
         run_prog harness.tap "tcp_pair_client_$tag" env RDS_TESTS_TRANSPORT=tcp "$TESTS" \
           ib-client "$me" "$peer" 4100 4 "$tag" >> "$OUT/$f"
         "$(dirname "$TESTS")/rds-info" -c -6 -C -T > "$OUT/info-after-$tag.txt" 2>&1
+        tpaths "$1" "$me" "$peer"
+      }
+      tpaths() { # tpaths FAMILY ME PEER: multipath negotiated, 8 TCP sockets between the two
+        local flag= n=0 i
+        [ "$1" = v6 ] && flag=-6
+        for i in $(seq 100); do
+          n=$("$(dirname "$TESTS")/rds-info" $flag -T 2>/dev/null \
+            | awk -v m="$2" -v p="$3" '$1 == m && $3 == p' | wc -l)
+          [ "$n" -eq 8 ] && break
+          sleep 0.2
+        done
+        if [ "$n" -eq 8 ]; then tap "$f" ok "tcp_pair_${impl}_paths_$1" "8 TCP sockets"
+        else tap "$f" not "tcp_pair_${impl}_paths_$1" "$n TCP sockets" "multipath: not 8 paths"; fi
       }
       if meet 8a; then
         tclient v4; meet 8 && { tclient v6; meet 9; }

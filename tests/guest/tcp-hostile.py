@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Hostile peers against rds_rs's TCP transport, from a raw TCP socket.
 
-Two namespaces joined by a veth pair (made by the caller): net0 with 10.0.0.1, net1 with
-10.0.0.2, where rds_rs listens on 16385. A raw TCP client in net0 (the smaller address, so the
-listener takes its connection as the RDS connection 10.0.0.2 <- 10.0.0.1) sends what no RDS
-peer would, and each case checks the outcome:
+Two namespaces joined by a veth pair (made by the caller): net0 with 10.0.0.1 and
+10.0.0.11-16, net1 with 10.0.0.2 and 10.0.0.21-26 (all /24), where rds_rs listens on 16385.
+Case i runs between 10.0.0.(11+i) and 10.0.0.(21+i), an RDS connection of its own: a raw TCP
+client in net0 (the smaller address, so the listener takes its connection as that RDS
+connection) sends what no RDS peer would, and each case checks the outcome:
 
 - a header announcing more than 1 MiB: the connection is dropped at once, counted in
   rs_tcp_bad_stream;
 - garbage (a header whose length field is huge): dropped, counted the same way;
 - a truncated header, then the end of the stream: the connection goes, nothing is delivered;
 - a header announcing 1 MiB, then silence: the connection holds, until the peer goes;
-- a connection that sends nothing at all, then goes.
+- a connection that sends nothing at all, then goes;
+- garbage on a connection whose 8 paths are all up (rds_rs negotiated multipath with itself,
+  checked in RDS_INFO_TCP_SOCKETS): nothing is free to take it, as when a peer reconnects a
+  path before this end saw the old one go; it waits for a path to go down, and after 5 s is
+  reset, counted in tcp_connect_raced; no path is disturbed.
 
 After every case a real RDS exchange between the two namespaces (AF_RDS sockets, both ways)
 must still work: the connection the hostile peer took is made again. Output: TAP lines.
@@ -28,7 +33,6 @@ import time
 
 RDS_INFO = sys.argv[1]
 PORT = 16385
-A, B = "10.0.0.1", "10.0.0.2"
 
 
 LIBC = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -43,9 +47,13 @@ def in_ns(name):
     os.close(fd)
 
 
+def rds_info(flag):
+    return subprocess.run(["ip", "netns", "exec", "net1", RDS_INFO, flag], capture_output=True,
+                          text=True).stdout
+
+
 def counter(name):
-    out = subprocess.run(["ip", "netns", "exec", "net1", RDS_INFO, "-c"], capture_output=True,
-                         text=True).stdout
+    out = rds_info("-c")
     for line in out.splitlines():
         f = line.split()
         if len(f) == 2 and f[0] == name:
@@ -60,12 +68,22 @@ def header(seq, length, sport=4000, dport=4001):
                        b"\0" * 16)
 
 
-def raw_peer():
-    """A TCP socket of net0 connected to rds_rs's listener in net1."""
+def tcp_paths(a, b):
+    """The RDS/TCP sockets of net1 between its address `b` and net0's `a` (one per path)."""
+    n = 0
+    for line in rds_info("-T").splitlines():
+        f = line.split()
+        if len(f) >= 4 and f[0] == b and f[2] == a:
+            n += 1
+    return n
+
+
+def raw_peer(a, b):
+    """A TCP socket of net0's address `a` connected to rds_rs's listener on net1's `b`."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((A, 0))
+    s.bind((a, 0))
     s.settimeout(10)
-    s.connect((B, PORT))
+    s.connect((b, PORT))
     return s
 
 
@@ -83,12 +101,12 @@ def closed_by_peer(s, within):
         return False
 
 
-def rds_exchange(tag):
+def rds_exchange(tag, a, b):
     """One message each way between RDS sockets of the two namespaces (each bound in its own
     namespace), the sender retrying while the connection is made again."""
     socks = []
     # Sockets made in the namespaces by child processes (as the kernel's selftest does).
-    for ns, addr in (("net0", A), ("net1", B)):
+    for ns, addr in (("net0", a), ("net1", b)):
         u0, u1 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -106,7 +124,7 @@ def rds_exchange(tag):
         s.settimeout(1)
         socks.append(s)
     ok = True
-    for src, dst, daddr in ((socks[0], socks[1], B), (socks[1], socks[0], A)):
+    for src, dst, daddr in ((socks[0], socks[1], b), (socks[1], socks[0], a)):
         msg = f"{tag} to {daddr}".encode()
         got = None
         t0 = time.time()
@@ -135,12 +153,16 @@ def tap(ok, name, detail):
 
 
 def main():
+    pairs = iter(range(6))
+
     def case(name, fn):
+        i = next(pairs)
+        a, b = f"10.0.0.{11 + i}", f"10.0.0.{21 + i}"
         pid = os.fork()
         if pid == 0:
             try:
                 in_ns("net0")
-                ok, detail = fn()
+                ok, detail = fn(a, b)
             except Exception as e:  # the case's own failure, reported as such
                 ok, detail = False, f"{type(e).__name__}: {e}"
             try:
@@ -148,13 +170,13 @@ def main():
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
-        ex = rds_exchange(name)
+        ex = rds_exchange(name, a, b)
         tap(ex, f"tcp_hostile_{name}_rds_after", "both ways" if ex else "no exchange")
 
-    def dropped_counted(data):
+    def dropped_counted(a, b, data):
         """`data` makes rds_rs drop the connection at once, counted in rs_tcp_bad_stream."""
         before = counter("rs_tcp_bad_stream")
-        s = raw_peer()
+        s = raw_peer(a, b)
         s.sendall(data)
         closed = closed_by_peer(s, 10)
         s.close()
@@ -162,36 +184,61 @@ def main():
         ok = closed and before is not None and after == before + 1
         return ok, f"closed={closed} rs_tcp_bad_stream {before}->{after}"
 
-    def too_long():
-        return dropped_counted(header(1, (1 << 20) + 1))
+    def too_long(a, b):
+        return dropped_counted(a, b, header(1, (1 << 20) + 1))
 
-    def garbage():
-        return dropped_counted(b"\xff" * 4096)
+    def garbage(a, b):
+        return dropped_counted(a, b, b"\xff" * 4096)
 
-    def truncated():
-        s = raw_peer()
+    def truncated(a, b):
+        s = raw_peer(a, b)
         s.sendall(header(1, 100)[:20])
         s.shutdown(socket.SHUT_WR)
         closed = closed_by_peer(s, 10)
         s.close()
         return closed, f"closed={closed}"
 
-    def announce_and_stop():
-        s = raw_peer()
+    def announce_and_stop(a, b):
+        s = raw_peer(a, b)
         s.sendall(header(1, 1 << 20) + b"\0" * 1000)
         held = not closed_by_peer(s, 3)
         s.close()
         return held, f"held={held}"
 
-    def silent():
-        s = raw_peer()
+    def silent(a, b):
+        s = raw_peer(a, b)
         held = not closed_by_peer(s, 3)
         s.close()
         return held, f"held={held}"
 
+    def all_paths_up(a, b):
+        # The namespace is entered by the case; the exchange forks its own children.
+        if not rds_exchange("paths", a, b):
+            return False, "no exchange before the case"
+        t0 = time.time()
+        while tcp_paths(a, b) < 8 and time.time() - t0 < 20:
+            time.sleep(0.2)
+        paths = tcp_paths(a, b)
+        if paths != 8:
+            return False, f"{paths} paths, not 8"
+        before = (counter("tcp_connect_raced"), counter("rs_tcp_bad_stream"))
+        t0 = time.time()
+        s = raw_peer(a, b)
+        s.sendall(b"\xff" * 4096)
+        closed = closed_by_peer(s, 15)
+        waited = time.time() - t0
+        s.close()
+        after = (counter("tcp_connect_raced"), counter("rs_tcp_bad_stream"))
+        kept = tcp_paths(a, b)
+        ok = (closed and None not in before and after[0] == before[0] + 1
+              and after[1] == before[1] and waited >= 4 and kept == 8)
+        return ok, (f"paths=8 closed={closed} after {waited:.1f}s tcp_connect_raced "
+                    f"{before[0]}->{after[0]} rs_tcp_bad_stream {before[1]}->{after[1]} "
+                    f"paths after={kept}")
+
     for name, fn in (("h_len_over_1mib", too_long), ("garbage", garbage),
                      ("truncated_header", truncated), ("announce_1mib_then_silence", announce_and_stop),
-                     ("silent", silent)):
+                     ("silent", silent), ("all_paths_up", all_paths_up)):
         case(name, fn)
 
 

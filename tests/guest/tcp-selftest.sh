@@ -7,9 +7,10 @@
 # rds_rs still holds in them) and the next run makes them again.
 #   tcp-selftest.sh OUT KDIR MODULE TESTS-BIN [CONFIGS]
 # CONFIGS (the short loop): the configurations to run, `;`-separated (`none;-l 10`), or `skip`.
-# Then hostile peers from a raw TCP socket (tcp-hostile.py).
+# Then hostile peers from a raw TCP socket (tcp-hostile.py), and zero-copy send against
+# rds_rs and C's rds_tcp (tcp-zcopy.py).
 # Results: tcp-selftest.tap (one check per run), selftest-N.log (each run's output),
-# tcp-hostile.tap.
+# tcp-hostile.tap, tcp-zcopy.tap.
 set -u
 OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 CONFIGS=${5:-none;-l 10;-c 10;-u 10;-l 10 -c 10 -u 10}
 . "$(dirname "$0")/common.sh"
@@ -76,22 +77,43 @@ for cfg in "${cfgs[@]}"; do
   ip netns del net0 2>/dev/null; ip netns del net1 2>/dev/null
 done
 # Hostile peers from a raw TCP socket (tcp-hostile.py): two namespaces on a veth pair, as the
-# selftest makes them, then deleted with whatever the cases left.
-ip netns add net0 && ip netns add net1 && ip link add veth0 type veth peer name veth1 \
-  && ip link set veth0 netns net0 up && ip link set veth1 netns net1 up \
-  && ip -n net0 addr add 10.0.0.1/32 dev veth0 && ip -n net1 addr add 10.0.0.2/32 dev veth1 \
-  && ip -n net0 route add 10.0.0.2/32 dev veth0 && ip -n net1 route add 10.0.0.1/32 dev veth1 \
-  && ip -n net0 link set lo up && ip -n net1 link set lo up \
-  || tap harness.tap not tcp_hostile_setup failed "could not make the namespaces"
+# selftest makes them but with an address pair per case, then deleted with whatever the cases
+# left.
+hostile_ns() {
+  ip netns add net0 && ip netns add net1 && ip link add veth0 type veth peer name veth1 \
+    && ip link set veth0 netns net0 up && ip link set veth1 netns net1 up \
+    && ip -n net0 link set lo up && ip -n net1 link set lo up || return 1
+  local i
+  for i in 1 11 12 13 14 15 16; do ip -n net0 addr add 10.0.0.$i/24 dev veth0 || return 1; done
+  for i in 2 21 22 23 24 25 26; do ip -n net1 addr add 10.0.0.$i/24 dev veth1 || return 1; done
+}
+hostile_ns || tap harness.tap not tcp_hostile_setup failed "could not make the namespaces"
 tl "start tcp_hostile"
 timeout 300 python3 -u "$(dirname "$0")/tcp-hostile.py" "$(dirname "$TESTS")/rds-info" > "$OUT/tcp-hostile.tap" 2> "$OUT/tcp-hostile.err"
 rc=$?
 tl "stop tcp_hostile"
 [ $rc -eq 0 ] || tap harness.tap not tcp_hostile_exit "rc=$rc" "$(tail -3 "$OUT/tcp-hostile.err" | tr '\n' ' ')"
 ip netns del net0 2>/dev/null; ip netns del net1 2>/dev/null
+# Zero-copy send (tcp-zcopy.py), against rds_rs and then C's rds_tcp: the same cases.
+zcopy() { # zcopy IMPL
+  tl "start tcp_zcopy_$1"
+  timeout 300 python3 -u "$(dirname "$0")/tcp-zcopy.py" "$1" "$(dirname "$TESTS")/rds-info" \
+    >> "$OUT/tcp-zcopy.tap" 2>> "$OUT/tcp-zcopy.err"
+  local rc=$?
+  tl "stop tcp_zcopy_$1"
+  [ $rc -eq 0 ] || tap harness.tap not "tcp_zcopy_${1}_exit" "rc=$rc" "$(tail -3 "$OUT/tcp-zcopy.err" | tr '\n' ' ')"
+  ip netns del zc0 2>/dev/null; ip netns del zc1 2>/dev/null
+}
+zcopy rs
 # What the namespaces held went with them: the unload finds no connection left (a leak would
 # be reported by the module, which the judge reads in the kernel log).
 unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
 kunit_expected
+if load_c; then
+  zcopy c
+  unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
+else
+  tap harness.tap not load_c failed "insmod of the C modules failed"
+fi
 kmemleak_report
 collect_dmesg
