@@ -48,7 +48,7 @@ import time
 import zlib
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 32
-M = int(sys.argv[2]) if len(sys.argv) > 2 else 24
+M = int(sys.argv[2]) if len(sys.argv) > 2 else 8
 BOUND = float(sys.argv[3]) if len(sys.argv) > 3 else 900.0  # each phase's bound, seconds
 RDS_INFO = sys.argv[4] if len(sys.argv) > 4 else "rds-info"  # for the state of a stall
 PORT = 4000
@@ -57,6 +57,8 @@ SOL_RDS = 276
 RDS_INFO_COUNTERS = 10000
 RDS_INFO_CONNECTIONS = 10001
 CONNECTED = 0x04
+SO_SNDBUFFORCE = 32
+SO_RCVBUFFORCE = 33
 CLONE_NEWNET = 0x40000000
 MS_BIND = 4096
 MNT_DETACH = 2
@@ -131,6 +133,12 @@ def rds_socket_in(i):
             check(LIBC.setns(ROOT_NS, CLONE_NEWNET), "setns back")
     finally:
         os.close(fd)
+    if i % 8 != 7:
+        # Room for a burst from every peer: with the default buffers (as namespaces 7, 15, ...
+        # keep, so that congestion happens too) a receiver's port congests and clears again
+        # and again, and every change is a congestion map update to each of its peers.
+        s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 4 << 20)
+        s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 1 << 20)
     s.bind((addr_of(i), PORT))
     s.setblocking(False)
     return s
@@ -177,15 +185,19 @@ HDR = struct.Struct(">4sHHII")  # magic, source, destination, sequence, CRC32 of
 
 
 def size_of(s, d, q):
+    """The size of message q from s to d: in every 8 one of 0 B, one of 1-19 B (shorter than
+    the header: known only by its place in the stream), one of 1-9 KiB, the rest up to 1 KiB;
+    64 KiB in one position of 64 on an eighth of the pairs (the first at 6)."""
     h = (s * 131 + d * 29 + q * 7919) & 0xFFFF
-    if q % 23 == 7:
+    r = q % 8
+    if r == 1:
         return 0
-    if q % 23 == 15:
-        return h % 20  # shorter than the header: known only by its place in the stream
-    if q % 41 == 3:
-        return 65536
-    if q % 7 == 2:
+    if r == 3:
+        return h % 20
+    if r == 5:
         return HDR.size + 1024 + h % 8192
+    if q % 64 == 6 and (s * 31 + d * 7) % 8 == 0:
+        return 65536
     return HDR.size + h % 1024
 
 
@@ -203,14 +215,15 @@ class Streams:
     `m` messages each (None: without end). Receivers check each message against the one
     expected next from its sender."""
 
-    def __init__(self, socks, m, magic):
+    def __init__(self, socks, m, magic, budget=8):
         self.socks = dict(socks)
+        self.budget = budget   # messages a sender sends in one round
         self.m, self.magic = m, magic
         self.idx = sorted(self.socks)
         self.by_addr = {addr_of(i): i for i in self.idx}
         self.sent = {(s, d): 0 for s in self.idx for d in self.idx if s != d}
         self.got = dict.fromkeys(self.sent, 0)
-        self.rr = dict.fromkeys(self.idx, 0)
+        self.rr = dict.fromkeys(self.idx, -1)
         self.errors = []
         self.bad = {"lost": 0, "duplicate": 0, "corrupt": 0, "unknown": 0}
         self.send_errors = {}
@@ -230,17 +243,17 @@ class Streams:
         if len(self.errors) < 20:
             self.errors.append(what)
 
-    def send_some(self, s, budget=8):
+    def send_some(self, s):
         """Up to `budget` messages from s, round robin over its destinations; True if any."""
         sock = self.socks[s]
+        budget = self.budget
         dsts = [d for d in self.idx if d != s and d in self.targets
                 and (self.m is None or self.sent[(s, d)] < self.m)]
         if not dsts:
             return False
-        start = self.rr[s] % len(dsts)
-        self.rr[s] += 1
+        last = self.rr[s]  # where the last round of s stopped: this one goes on from there
         did = False
-        for d in dsts[start:] + dsts[:start]:
+        for d in [d for d in dsts if d > last] + [d for d in dsts if d <= last]:
             if budget == 0:
                 break
             q = self.sent[(s, d)]
@@ -254,6 +267,7 @@ class Streams:
                 self.send_errors[e.errno] = self.send_errors.get(e.errno, 0) + 1
                 break
             self.sent[(s, d)] = q + 1
+            self.rr[s] = d
             budget -= 1
             did = True
         return did
@@ -471,7 +485,7 @@ def main():
         f"drops {drops}; {shown}; expected recv_delivered={st.received}")
 
     # 2. Traffic again, and every namespace deleted while it flows.
-    st2 = Streams(socks, None, b"MSH2")
+    st2 = Streams(socks, None, b"MSH2", budget=2)
     t = time.monotonic()
     # Running: until every pair has had a message through, at most a quarter of the bound.
     while (min(st2.got.values()) < 1 and time.monotonic() - t < BOUND / 4
@@ -505,8 +519,7 @@ def main():
                 ns_delete(i)
             elif mode == 2:    # reading stops; closed with messages unread; then deleted
                 st2.reading.discard(i)
-                for _ in range(3):
-                    st2.step(wait_ms=10)
+                st2.step(wait_ms=10)
                 close(i)
                 ns_delete(i)
             else:              # deleted while its socket sends on (1: and reads; 3: not)
@@ -517,8 +530,7 @@ def main():
             deleted += 1
         except Exception as e:  # noqa: BLE001: reported below
             del_errors.append(f"m{i}: {type(e).__name__}: {e}")
-        for _ in range(4):  # traffic goes on between deletions
-            st2.step(wait_ms=10)
+        st2.step(wait_ms=10)  # traffic goes on between deletions
     for i in open_after:
         close(i)
         for _ in range(2):

@@ -5,10 +5,10 @@
 # unloaded: the namespaces took their listeners and connections with them, so nothing may
 # keep it (a leak shows in kmemleak, which the last step of the guest reads).
 #   tcp-mesh.sh OUT KDIR MODULE TESTS-BIN [N [M [BOUND]]]
-# N namespaces (32), M messages per ordered pair (24), BOUND seconds for each phase (900).
+# N namespaces (32), M messages per ordered pair (8), BOUND seconds for each phase (900).
 # Results: tcp-mesh.tap (tcp_mesh_*), tcp-mesh.err (the script's progress), mesh-counters.txt.
 set -u
-OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 N=${5:-32} M=${6:-24} BOUND=${7:-900}
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 N=${5:-32} M=${6:-8} BOUND=${7:-900}
 . "$(dirname "$0")/common.sh"
 cd "$OUT" || exit 1
 f=tcp-mesh.tap
