@@ -72,7 +72,8 @@ DROPS = ("recv_drop_bad_checksum", "recv_drop_no_sock", "recv_drop_dead_sock",
          "rs_tcp_accept_failed")
 # Counters shown with the results.
 SHOWN = ("conn_reset", "recv_drop_old_seq", "rs_send_retransmitted", "tcp_connect_raced",
-         "rs_tcp_accept_refused", "rs_tcp_rx_nomem", "cong_send_blocked", "send_queue_full",
+         "rs_tcp_accept_refused", "rs_tcp_rx_nomem", "cong_send_error", "cong_update_queued",
+         "cong_send_blocked", "send_queue_full",
          "recv_delivered")
 
 
