@@ -14,7 +14,8 @@ carries everything (loopback only serves destinations of the same namespace).
    function of (I, J, Q): 0 B, 1-19 B, up to 1 KiB, 1-9 KiB and 64 KiB, each with a header
    (magic, source, destination, sequence number, a CRC32 of the rest) when it has room for
    one. Each receiver checks every message against the one it expects next from that
-   sender: exactly once, in order, intact. Then each namespace's `RDS_INFO_CONNECTIONS` must
+   sender: exactly once, in order, intact. Most sockets have large buffers; every eighth
+   keeps the default, so that ports congest (ENOBUFS, retried) as well. Then each namespace's `RDS_INFO_CONNECTIONS` must
    list its N-1 peers, up, over `tcp`, and the counters (`RDS_INFO_COUNTERS`, global) must
    show no drop, and as many deliveries as messages.
 2. Traffic again, every pair, without end; once it runs, the namespaces are deleted one by
@@ -23,7 +24,8 @@ carries everything (loopback only serves destinations of the same namespace).
    sending (and receiving, 1; or no longer receiving, 3) until every namespace is deleted,
    then closed; 2: the socket stops reading, then is closed with messages unread, then the
    namespace deleted. Each namespace goes away with its listener and its connections, with
-   messages in flight both ways (counted at each deletion; none counted is a failure).
+   messages in flight both ways (counted as each one's socket closes, between it and the
+   namespaces still there; none counted is a failure).
    What arrives meanwhile must still be in order, once and intact (only a stream's tail
    may be lost). The namespaces must then be gone (their veth ends disappear from the
    initial namespace, within a bound).
