@@ -95,7 +95,10 @@ fi
 #  ib:   rds_rs against rds_rs over a veth pair with soft-RoCE and soft-iWARP, IPv4 and IPv6
 #        (ib-one.sh), then a misbehaving raw-verbs peer over soft-iWARP (ib-bad.sh siw);
 #  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
-#        deleted and re-added), then the misbehaving peer over soft-RoCE (ib-bad.sh rxe).
+#        deleted and re-added), then the misbehaving peer over soft-RoCE (ib-bad.sh rxe);
+#  tcp:  the kernel's RDS selftest against rds_rs over TCP (tcp-selftest.sh), the hostile
+#        TCP peers, then rds_rs against itself in a full mesh of 32 namespaces, all deleted
+#        with traffic in flight (tcp-mesh.sh); tcpf: the same on the plain kernel, under netem.
 #  Three at a time: the pair, and beside it at nice 10 core, then ib; ibf when the pair ends.
 #  (Four at a time, ib and ibf beside the pair from the start, is untried on a host at its
 #  usual speed: Documentation/testing.md, "Time".)
@@ -129,11 +132,13 @@ cmd_ib=$(steps ib "CHAINED=before $(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$mod
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ib" "$kdir" "$module" "$tests_bin" siw)")
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
-cmd_tcp=$(steps tcp "$(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none)")
+cmd_tcp=$(steps tcp "CHAINED=before $(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none);
+ CHAINED=after $(q "$guest/tcp-mesh.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" 32 8 700)")
 tcpf=()
 if [ -n "$kplain" ]; then
-  cmd_tcpf=$(steps tcpf "$(q "$guest/tcp-selftest.sh" "$res/tcpf" "$kplain" "$module_plain" "$tests_bin" \
-    "-l 10;-c 10;-u 10;-l 10 -c 10 -u 10")")
+  cmd_tcpf=$(steps tcpf "CHAINED=before $(q "$guest/tcp-selftest.sh" "$res/tcpf" "$kplain" "$module_plain" "$tests_bin" \
+    "-l 10;-c 10;-u 10;-l 10 -c 10 -u 10");
+ CHAINED=after $(q "$guest/tcp-mesh.sh" "$res/tcpf" "$kplain" "$module_plain" "$tests_bin" 32 100 600)")
   tcpf=(--guest "tcpf=$cmd_tcpf" --guest-kernel "tcpf=$kplain")
 fi
 python3 tests/harness.py pool --kernel "$kdir" --out "$res" --timeout "${GUEST_TIMEOUT:-2400}" --most 3 --nice 10 \
@@ -399,6 +404,15 @@ for g in tcp tcpf; do
   done
   for case in rs_data rs_errors rs_local rs_ring_full c_data c_errors c_local; do
     expect+=(--expect "$res/$g/tcp-zcopy.tap:tcp_zcopy_$case")
+  done
+done
+# rds_rs against rds_rs over TCP in 32 namespaces, a full mesh, then every namespace deleted
+# with traffic in flight (tcp-mesh.sh, after the selftest and the hostile peers; the debug
+# kernel's guest with 8 messages a pair, the plain kernel's with 100).
+for g in tcp tcpf; do
+  for check in setup all_delivered exactly_once_in_order connections_tcp counters \
+      netns_deleted_in_flight in_flight_arrivals_in_order netns_gone fresh_pair fresh_pair_gone rmmod; do
+    expect+=(--expect "$res/$g/tcp-mesh.tap:tcp_mesh_$check")
   done
 done
 # C's rds_tcp against rds_rs's TCP transport, in the pair's last rounds.
