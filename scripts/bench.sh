@@ -175,7 +175,7 @@ cargo build --release --quiet -p rds-tools
 # run (the report used to name the commit checked out when the guest ended).
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=
-if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop bindings proto tools librds 2>/dev/null)" ]; then
+if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop rds_ib rds_tcp bindings proto tools librds 2>/dev/null)" ]; then
   dirty=-dirty
 elif [ -n "$(git status --porcelain -- tools librds 2>/dev/null)" ]; then
   dirty=-dirty
