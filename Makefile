@@ -9,8 +9,9 @@ demo:
 	@bash scripts/demo.sh
 
 # rds-stress and rds-pingpong against C RDS, rds_rs and AF_UNIX side by side (plain kernel,
-# one guest), then over soft-RoCE: tables of rates and ratios. BENCH_SECS, BENCH_CONFIGS,
-# BENCH_PINGPONG, ... adjust it (see scripts/bench.sh).
+# one guest), rds-stress over TCP between two namespaces, then over soft-RoCE: tables of rates
+# and ratios. BENCH_SECS, BENCH_CONFIGS, BENCH_PINGPONG, BENCH_TCP, ... adjust it (see
+# scripts/bench.sh).
 bench:
 	@bash scripts/bench.sh
 

@@ -9,7 +9,9 @@ bench-raw.txt has one line per run: "PASS IMPL SIZE DEPTH REQ/S MEDIAN MB/S RTT-
 main or repeat, IMPL c, rs or unix), or "PASS IMPL SIZE DEPTH FAIL" (rds-stress); "pp PASS
 IMPL SIZE DEPTH REQ/S" or "pp PASS IMPL SIZE DEPTH FAIL" (rds-pingpong; PASS main, repeat,
 profile or ib); and for RDMA over rxe "ib IMPL KIND SIZE DEPTH REQ/S MB/S" (IMPL c, rs or raw,
-KIND write, read or send), or "ib IMPL KIND SIZE DEPTH FAIL". The Markdown file keeps
+KIND write, read or send), or "ib IMPL KIND SIZE DEPTH FAIL"; over TCP between two
+namespaces "tcp PASS IMPL SIZE DEPTH TASKS REQ/S MEDIAN MB/S RTT-US CONNS" (CONNS "-" for
+unix), or "tcp PASS IMPL SIZE DEPTH TASKS FAIL". The Markdown file keeps
 those lines in a block at its end, so that a later report can compare against it
 (--baseline: adds the baseline's rs/C and this run's rs rate against the baseline's).
 --profile: the folded call chains of the profile runs (profile-IMPL-SIZE-DEPTH.folded[.gz],
@@ -82,6 +84,74 @@ def parse_pp(lines):
         if cfg not in order[f[1]]:
             order[f[1]].append(cfg)
     return runs, order
+
+
+def parse_tcp(lines):
+    """Returns {(pass, impl, size, depth, tasks): (rate, conns) or None (failed)} of the rows
+    over TCP ("tcp PASS IMPL SIZE DEPTH TASKS REQ/S MEDIAN MB/S RTT-US CONNS"; conns is None
+    for unix) and their (size, depth, tasks) in the order they ran, per pass."""
+    runs, order = {}, {"main": [], "repeat": []}
+    for line in lines:
+        f = line.split()
+        if len(f) < 7 or f[0] != "tcp" or f[1] not in order or f[2] not in IMPLS:
+            continue
+        cfg = (int(f[3]), int(f[4]), int(f[5]))
+        if f[6] == "FAIL":
+            runs[(f[1], f[2]) + cfg] = None
+        else:
+            conns = int(f[10]) if len(f) > 10 and f[10].isdigit() else None
+            runs[(f[1], f[2]) + cfg] = (float(f[6]), conns)
+        if cfg not in order[f[1]]:
+            order[f[1]].append(cfg)
+    return runs, order
+
+
+def tcp_table(runs, order, base):
+    """The TCP table: rates of rs, C and unix, their ratios and the RDS TCP connections of
+    rs and C (and against a baseline's, when given). Returns the rows and the table."""
+    rows = []
+    rate = lambda v: v[0] if v else None  # noqa: E731
+    for size, depth, tasks in order:
+        r = {i: runs.get(("main", i, size, depth, tasks)) for i in IMPLS}
+        v = {i: rate(r[i]) for i in IMPLS}
+        row = {"size": size, "depth": depth, "tasks": tasks, **v,
+               "conns": {i: (r[i][1] if r[i] else None) for i in ("rs", "c")},
+               "rs/C": ratio(v["rs"], v["c"]), "rs/unix": ratio(v["rs"], v["unix"]),
+               "unix/C": ratio(v["unix"], v["c"])}
+        if base is not None:
+            b = {i: rate(base.get(("main", i, size, depth, tasks))) for i in IMPLS}
+            row["base rs/C"] = ratio(b["rs"], b["c"])
+            row["rs/base rs"] = ratio(v["rs"], b["rs"])
+        rows.append(row)
+    head = ["request", "depth", "tasks", "rs req/s", "C req/s", "unix req/s", "rs/C",
+            "rs/unix", "unix/C", "rs conns", "C conns"]
+    if base is not None:
+        head += ["base rs/C", "rs/base rs"]
+    table = [head]
+    for row in rows:
+        cells = [human(row["size"]), str(row["depth"]), str(row["tasks"]), fmt_rate(row["rs"]),
+                 fmt_rate(row["c"]), fmt_rate(row["unix"]), fmt_ratio(row["rs/C"]),
+                 fmt_ratio(row["rs/unix"]), fmt_ratio(row["unix/C"])]
+        cells += ["-" if row["conns"][i] is None else str(row["conns"][i]) for i in ("rs", "c")]
+        if base is not None:
+            cells += [fmt_ratio(row["base rs/C"]), fmt_ratio(row["rs/base rs"])]
+        table.append(cells)
+    return rows, table
+
+
+def tcp_spread(runs, order):
+    """spread_of's tuples for the TCP configurations run twice (the tool named with its
+    tasks when more than one)."""
+    out = []
+    for size, depth, tasks in order:
+        for i in IMPLS:
+            x = runs.get(("main", i, size, depth, tasks))
+            y = runs.get(("repeat", i, size, depth, tasks))
+            if x and y:
+                tool = "rds-stress over TCP" + (f" {tasks} tasks" if tasks > 1 else "")
+                out.append((tool, size, depth, i, x[0], y[0],
+                            abs(x[0] - y[0]) / ((x[0] + y[0]) / 2) * 100))
+    return out
 
 
 def loop_table(runs, order, base, pass_="main"):
@@ -297,20 +367,24 @@ def main():
     runs, order = parse_raw(raw)
     pp, pp_order = parse_pp(raw)
     ib_runs, ib_order = parse_ib(raw)
-    if not order["main"] and not pp_order["main"]:
+    tcp, tcp_order = parse_tcp(raw)
+    if not order["main"] and not pp_order["main"] and not tcp_order["main"]:
         sys.exit("report: no runs in " + a.raw)
     meta = dict(m.split("=", 1) for m in a.meta)
-    base = base_pp = None
+    base = base_pp = base_tcp = None
     if a.baseline:
         braw = raw_block(open(a.baseline).read())
         base, _ = parse_raw(braw)
         base_pp, _ = parse_pp(braw)
+        base_tcp, _ = parse_tcp(braw)
 
     rows, table = loop_table(runs, order["main"], base)
     pp_rows, pp_table = loop_table(pp, pp_order["main"], base_pp)
     # Repeatability: configurations run twice in the same guest.
     spread = spread_of(pp, pp_order["repeat"], "rds-pingpong")
     spread += spread_of(runs, order["repeat"], "rds-stress")
+    tcp_rows, tcp_tab = tcp_table(tcp, tcp_order["main"], base_tcp)
+    spread += tcp_spread(tcp, tcp_order["repeat"])
     itable = ib_table(ib_runs, ib_order) if ib_order else None
     pp_itable = ib_pp_table(pp, pp_order["ib"], ib_runs, base_pp) if pp_order["ib"] else None
 
@@ -329,6 +403,16 @@ def main():
          "and one server process with one task each, requests of the given size, 64-byte "
          "acks, `depth` requests outstanding each way, every message verified (its header, "
          "sequence and payload bytes); unix is `rds-stress -U`."),
+        (tcp_tab, "**rds-stress over TCP** between two network namespaces of the guest "
+         "joined by a veth pair (server 10.0.0.1, client 10.0.0.2): C RDS with `rds_tcp.ko` "
+         "and rds_rs with its TCP transport; the exchange of rds-stress over 127.0.0.1 "
+         "(both sides sending requests of the given size, 64-byte acks, `depth` outstanding "
+         "from each task to each task of the other side, every message verified), `tasks` "
+         "tasks each side (one RDS socket each, on ports of their own). unix: the same "
+         "exchange over AF_UNIX in one namespace (`rds-stress -U`): no network, the cost of "
+         "the tool and the system calls. conns: the RDS TCP connections (port 16385) "
+         "established in the client's namespace after the run (multipath: more than one "
+         "between the two addresses)."),
         (pp_itable, "**rds-pingpong over soft-RoCE** in the same guest (an rxe device on each "
          "end of a veth pair, client 192.0.2.2, server 192.0.2.1): C RDS/IB (rds.ko + "
          "rds_rdma.ko) and rds_rs; raw: `ibv_rc_pingpong -e` round trips of 64-byte sends over "
@@ -362,6 +446,8 @@ def main():
         md.append("")
     md += ["Per run: rds-stress lines (pass, implementation, request bytes, depth, requests/s, "
            "median of the one-second rates, MB/s, mean round trip in guest microseconds); "
+           "`tcp` lines: rds-stress over TCP (pass, implementation, request bytes, depth, "
+           "tasks, then as rds-stress, then the RDS TCP connections); "
            "`pp` lines: rds-pingpong (pass, implementation, request bytes, depth, requests/s); "
            "`ib` lines: over rxe (implementation, operation, bytes, depth, rate/s, MB/s):",
            "", "```raw"]
@@ -372,6 +458,7 @@ def main():
 
     # The terminal copy: the tables in plain columns.
     for t, title in ((pp_table, "rds-pingpong, loopback"), (table, "rds-stress, loopback"),
+                     (tcp_tab, "rds-stress, TCP between two namespaces"),
                      (pp_itable, "rds-pingpong, rxe"), (itable, "RDMA, rxe")):
         if t and len(t) > 1:
             print(title)
@@ -386,6 +473,9 @@ def main():
             if pp_rows:
                 chart(pp_rows, meta, re.sub(r"(\.png)?$", "-pingpong.png", a.png, count=1),
                       "rds-pingpong")
+            if tcp_rows:
+                chart(tcp_rows, meta, re.sub(r"(\.png)?$", "-tcp.png", a.png, count=1),
+                      "rds-stress over TCP (veth, two namespaces)")
         except ImportError:
             print("report: no matplotlib (scripts/setup.sh installs python3-matplotlib); "
                   "no chart", file=sys.stderr)
@@ -438,7 +528,8 @@ def chart(rows, meta, path, tool):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [f"{human(r['size'])}\ndepth {r['depth']}" for r in rows]
+    labels = [f"{human(r['size'])}\ndepth {r['depth']}"
+              + (f"\n{r['tasks']} tasks" if r.get("tasks", 1) > 1 else "") for r in rows]
     x = range(len(rows))
     colors = {"rs": "#d9534f", "c": "#5b7db1", "unix": "#8c8c8c"}
     names = {"rs": "rds_rs", "c": "C RDS", "unix": "AF_UNIX"}

@@ -4,9 +4,10 @@
 # plain kernel with one vCPU under QEMU's instruction counter (`-icount shift=0,sleep=off`):
 # the guest clock advances one nanosecond per instruction and skips idle time, so a rate
 # measured in the guest is a per-instruction cost and repeats from boot to boot (within
-# ~0.1%) whatever else the host runs. Prints the tables (request size, depth, requests/s of
-# each, rs/C, rs/unix, unix/C) and writes them to bench/results/<date>-<commit>.md and
-# latest.md, with a PNG chart of each.
+# ~0.1%) whatever else the host runs. Over loopback, over TCP between two network namespaces
+# of the guest (BENCH_TCP), and over soft-RoCE (BENCH_IB...). Prints the tables (request size,
+# depth, requests/s of each, rs/C, rs/unix, unix/C) and writes them to
+# bench/results/<date>-<commit>.md and latest.md, with a PNG chart of each.
 #   BENCH_CONFIGS  "SIZE:DEPTH ..." of rds-stress (verifying every message, both sides
 #                  sending requests; default "64:1 1024:8 16384:8 131072:2")
 #   BENCH_PINGPONG "SIZE:DEPTH ..." of rds-pingpong (a blocking request/answer pair, nothing
@@ -17,6 +18,17 @@
 #                  3; more when other guests share the host's cores)
 #   BENCH_REPEAT   configurations run a second time (rds-stress and rds-pingpong) at the end
 #                  of the guest, to show the spread (default "1024:8"; "" for none)
+#   BENCH_TCP      "SIZE:DEPTH[:TASKS] ..." of rds-stress over TCP (request/ack as
+#                  BENCH_CONFIGS, TASKS tasks each side, default 1) between two network
+#                  namespaces of the guest joined by a veth pair, C RDS with rds_tcp.ko and
+#                  rds_rs, beside the same exchange over AF_UNIX (default "64:1 1024:8 16384:8
+#                  131072:2 1024:1:8"; "" for none). The last row: 8 tasks each side, each
+#                  keeping a request outstanding to each of the other side's 8 (64 each way),
+#                  sockets on 16 ports, which multipath (up to 8 TCP connections between two
+#                  addresses, a message's chosen by its socket's port) can spread; the table
+#                  shows how many RDS TCP connections each implementation had up
+#   BENCH_TCP_REPEAT configurations of BENCH_TCP run again at the end, C and rds_rs (default
+#                  "1024:8"; "" for none)
 #   BENCH_IB_PINGPONG "SIZE:DEPTH ..." of rds-pingpong over soft-RoCE (the veth pair of
 #                  BENCH_IB), C RDS/IB and rds_rs (default "64:1 1024:8 8192:4 65536:2"; ""
 #                  for none); beside ibv_rc_pingpong's 64-byte round trips
@@ -96,6 +108,8 @@ secs=${BENCH_SECS:-10}
 repeat=${BENCH_REPEAT-"1024:8"}
 ibconfigs=${BENCH_IB-"65536:8"}
 ibppconfigs=${BENCH_IB_PINGPONG-"64:1 1024:8 8192:4 65536:2"}
+tcpconfigs=${BENCH_TCP-"64:1 1024:8 16384:8 131072:2 1024:1:8"}
+tcprepeat=${BENCH_TCP_REPEAT-"1024:8"}
 profile=${BENCH_PROFILE:-}
 ibprofile=${BENCH_IB_PROFILE:-}
 [ "$profile" = 1 ] && profile="64:1 1024:8"
@@ -107,26 +121,38 @@ baseline=${BENCH_BASELINE:-}
 for cfg in $configs $ppconfigs $repeat $ibconfigs $ibppconfigs $profile $ibprofile; do
   [[ $cfg =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] || die "bad configuration '$cfg' (SIZE:DEPTH)"
 done
+for cfg in $tcpconfigs $tcprepeat; do
+  [[ $cfg =~ ^[1-9][0-9]*:[1-9][0-9]*(:[1-9][0-9]?)?$ ]] \
+    || die "bad configuration '$cfg' (SIZE:DEPTH[:TASKS])"
+done
 # A profile is scaled by the rate of the same exchange without perf.
 for cfg in $profile; do
   [[ " $ppconfigs " == *" $cfg "* ]] || die "BENCH_PROFILE's $cfg is not in BENCH_PINGPONG"
 done
+for cfg in $tcprepeat; do
+  [[ " $tcpconfigs " == *" $cfg "* ]] || die "BENCH_TCP_REPEAT's $cfg is not in BENCH_TCP"
+done
 for cfg in $ibprofile; do
   [[ " $ibppconfigs " == *" $cfg "* ]] || die "BENCH_IB_PROFILE's $cfg is not in BENCH_IB_PINGPONG"
 done
-[ -n "$configs$ppconfigs" ] || die "nothing to measure over loopback (BENCH_CONFIGS, BENCH_PINGPONG)"
+[ -n "$configs$ppconfigs$tcpconfigs" ] \
+  || die "nothing to measure over loopback or TCP (BENCH_CONFIGS, BENCH_PINGPONG, BENCH_TCP)"
 [ -z "$baseline" ] || [ -f "$baseline" ] || die "no baseline results file $baseline"
 words() { wc -w <<< "$1"; }
 runs=$(( ($(words "$configs") + $(words "$ppconfigs") + 2 * $(words "$repeat")) * 3 ))
 runs=$((runs + $(words "$ibconfigs") * 6 + $(words "$ibppconfigs") * 2))
 [ -n "$ibconfigs$ibppconfigs" ] && runs=$((runs + 3))
+runs=$((runs + $(words "$tcpconfigs") * 3 + $(words "$tcprepeat") * 2))
 # Per run: the exchange and its start-up and drain, a few seconds of guest time more (about
 # one second of host time per second of guest time on 2 cores; 3 allowed); plus the boot; a
 # profile run also copies perf in and runs perf script (minutes under TCG).
 # BENCH_SLOW: host seconds allowed per guest second (3; more when other guests share the cores).
 slow=${BENCH_SLOW:-3}
 [[ $slow =~ ^[1-9][0-9]?$ ]] || die "BENCH_SLOW must be a whole number from 1 to 99"
-bound=$((runs * (secs + 20) * slow + ($(words "$profile") * 3 + $(words "$ibprofile") * 2) * (psecs * slow + 900) + 300))
+# Each TCP run of C and rds_rs has a warm-up exchange of one second before it.
+warmups=$(( ($(words "$tcpconfigs") + $(words "$tcprepeat")) * 2 ))
+bound=$((runs * (secs + 20) * slow + warmups * 21 * slow \
+  + ($(words "$profile") * 3 + $(words "$ibprofile") * 2) * (psecs * slow + 900) + 300))
 kdir=$(bash "$here/kernel.sh" plain)
 if [ -n "${BENCH_PERIOD:-}" ]; then
   period=$BENCH_PERIOD
@@ -149,7 +175,7 @@ cargo build --release --quiet -p rds-tools
 # run (the report used to name the commit checked out when the guest ended).
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 dirty=
-if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop bindings proto tools librds 2>/dev/null)" ]; then
+if [ -z "${BENCH_MODULE:-}" ] && [ -n "$(git status --porcelain -- Kbuild rds rds_loop rds_ib rds_tcp bindings proto tools librds 2>/dev/null)" ]; then
   dirty=-dirty
 elif [ -n "$(git status --porcelain -- tools librds 2>/dev/null)" ]; then
   dirty=-dirty
@@ -162,7 +188,8 @@ step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s gue
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \
   "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat" \
-  "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs" "$ibprofile"
+  "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs" "$ibprofile" \
+  "$tcpconfigs" "$tcprepeat"
 [ -s "$out/bench-raw.txt" ] || { tail -30 "$out/bench.log" 2>/dev/null; die "the guest measured nothing (see $out/bench.log, $out/console.txt)"; }
 
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first

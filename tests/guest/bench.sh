@@ -2,7 +2,8 @@
 # Guest side of `make bench` and `make soak`.
 #   bench.sh bench OUT KDIR MODULE TOOLS-DIR SECONDS "SIZE:DEPTH ..." "SIZE:DEPTH ..." \
 #            ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." ["SIZE:DEPTH ..." \
-#            [PERIOD [PROFILE-SECONDS]]]]]]
+#            [PERIOD [PROFILE-SECONDS ["SIZE:DEPTH ..." ["SIZE:DEPTH[:TASKS] ..." \
+#            ["SIZE:DEPTH[:TASKS] ..."]]]]]]]]]
 #     rds-stress (server and client over 127.0.0.1, two processes, one task each) for each
 #     configuration of the first list against the in-tree C RDS, rds_rs and AF_UNIX
 #     SOCK_SEQPACKET (`rds-stress -U`), in that order, SECONDS of guest time each; then the
@@ -39,6 +40,19 @@
 #     The seventh list: configurations of the fifth (over rxe) to run once more in the same
 #     way under perf, for C RDS/IB and rds_rs: "pp ibprofile IMPL SIZE DEPTH REQ/S" and
 #     profile-ib-IMPL-SIZE-DEPTH.folded.
+#     The eighth list ("SIZE:DEPTH[:TASKS] ..."): rds-stress over TCP (C RDS with rds_tcp.ko,
+#     then rds_rs with its TCP transport) between two network namespaces of this guest joined
+#     by a veth pair (server 10.0.0.1 in rdsb0, client 10.0.0.2 in rdsb1: an address of another
+#     namespace, so neither implementation takes its loopback path), TASKS tasks each side
+#     (default 1), then the same exchange over AF_UNIX in the initial namespace (`-U`); a fresh
+#     pair of namespaces for each run, deleted before the module is unloaded; before each TCP
+#     run one second of the same exchange, not counted (its failure is only noted in
+#     bench.log), so that the measured run finds the connections up. Lines "tcp PASS
+#     IMPL SIZE DEPTH TASKS REQ/S MEDIAN MB/S RTT-US CONNS" (CONNS: the RDS TCP connections,
+#     port 16385, established in the client's namespace after the run; "-" for unix), or
+#     "tcp PASS IMPL SIZE DEPTH TASKS FAIL".
+#     The ninth list: configurations of the eighth run once more over TCP (C and rds_rs) at
+#     the end of the guest, for the spread (PASS repeat).
 #   bench.sh soak OUT KDIR MODULE TESTS-BIN COUNT [SECONDS]
 #     `rds-tests load COUNT [SECONDS]` against rds_rs; writes soak.tap, load-rs.tap (the
 #     program's own checks), kmemleak.txt and dmesg.txt for `harness.py judge`.
@@ -72,6 +86,7 @@ fi
 
 TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-} PPCONFIGS=${10:-}
 IBPPCONFIGS=${11:-} PROFILE=${12:-} PERIOD=${13:-100000} PSECS=${14:-$SECS} IBPROFILE=${15:-}
+TCPCONFIGS=${16:-} TCPREPEAT=${17:-}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
@@ -116,14 +131,19 @@ unload() { # IMPL
 
 # exchange NAME SADDR CADDR ARGS...: rds-stress, the server on SADDR and the client from CADDR
 # with ARGS; sets cli and srv (their outputs, copied to OUT too), crc and src (their exit
-# codes); true when both ended well and the client says result=ok.
+# codes); true when both ended well and the client says result=ok. The server runs in the
+# network namespace SRV_NS and the client in CLI_NS when they are set (`ip netns exec`, which
+# execs rds-stress: timeout's signal reaches it).
+SRV_NS= CLI_NS=
 exchange() {
-  local name=$1 sa=$2 ca=$3; shift 3
+  local name=$1 sa=$2 ca=$3 sin=() cin=(); shift 3
+  [ -n "$SRV_NS" ] && sin=(ip netns exec "$SRV_NS")
+  [ -n "$CLI_NS" ] && cin=(ip netns exec "$CLI_NS")
   cli=$W/$name.client.txt srv=$W/$name.server.txt
   # Nothing left for writeback to send to the host while the run is measured.
   sync
-  timeout $((SECS + 90)) "$STRESS" -r "$sa" -p 4000 > "$srv" 2>&1 & local sp=$!
-  timeout $((SECS + 90)) "$STRESS" -r "$ca" -s "$sa" -p 4000 "$@" > "$cli" 2>&1; crc=$?
+  timeout $((SECS + 90)) "${sin[@]}" "$STRESS" -r "$sa" -p 4000 > "$srv" 2>&1 & local sp=$!
+  timeout $((SECS + 90)) "${cin[@]}" "$STRESS" -r "$ca" -s "$sa" -p 4000 "$@" > "$cli" 2>&1; crc=$?
   wait "$sp"; src=$?
   cp "$cli" "$srv" "$OUT/"
   [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q 'result=ok' "$cli"
@@ -161,6 +181,69 @@ run() {
   else
     exchange_failed "$pass $impl $size $depth" "$impl size $size depth $depth"
   fi
+  unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
+}
+
+# tcp_up: the two namespaces of the TCP runs, rdsb0 (10.0.0.1) and rdsb1 (10.0.0.2), joined by
+# a veth pair, loopback up in each. tcp_down deletes them (with whatever they still hold).
+tcp_up() {
+  ip netns add rdsb0 && ip netns add rdsb1 \
+    && ip link add rbv0 netns rdsb0 type veth peer name rbv1 netns rdsb1 \
+    && ip -n rdsb0 addr add 10.0.0.1/24 dev rbv0 && ip -n rdsb1 addr add 10.0.0.2/24 dev rbv1 \
+    && ip -n rdsb0 link set rbv0 up && ip -n rdsb1 link set rbv1 up \
+    && ip -n rdsb0 link set lo up && ip -n rdsb1 link set lo up
+}
+tcp_down() { ip netns del rdsb0 2>/dev/null; ip netns del rdsb1 2>/dev/null; true; }
+
+# run_tcp PASS IMPL SIZE DEPTH TASKS: one rds-stress exchange over TCP between the namespaces
+# (IMPL c or rs), or over AF_UNIX in the initial namespace (unix); appends its line to
+# bench-raw.txt.
+run_tcp() {
+  local pass=$1 impl=$2 size=$3 depth=$4 tasks=$5 flag=() sa=10.0.0.1 ca=10.0.0.2
+  k=$((k + 1))
+  local name=run$k-tcp-$pass-$impl-$size-$depth-$tasks line="tcp $pass $impl $size $depth $tasks"
+  local cli srv crc src conns=-
+  if [ "$impl" = unix ]; then
+    flag=(-U) sa=127.0.0.1 ca=127.0.0.1
+  elif ! tcp_up; then
+    echo "$line FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: making the namespaces"; tcp_down; failed=1; return
+  else
+    SRV_NS=rdsb0 CLI_NS=rdsb1
+  fi
+  echo "-- run $k (tcp $pass): $impl -r $ca -s $sa -q $size -a 64 -d $depth -t $tasks -T $SECS ${flag[*]}"
+  if ! load "$impl"; then
+    echo "$line FAIL" >> "$OUT/bench-raw.txt"
+    echo "== FAILED: loading $impl"; failed=1; SRV_NS= CLI_NS=; tcp_down; return
+  fi
+  # The warm-up: one second of the same exchange, not counted, so that the measured run finds
+  # the RDS connections up (C's rds_tcp brings up its 8 paths after a handshake on the first,
+  # and 6.12's can lose a message sent while they come up). Its failure is only noted.
+  if [ "$impl" != unix ] && ! exchange "$name-warmup" "$sa" "$ca" -q "$size" -a 64 \
+    -d "$depth" -t "$tasks" -T 1; then
+    echo "   (the warm-up failed: client rc=$crc, server rc=$src; $name-warmup.*.txt)"
+    grep -h '^rds-stress: ' "$cli" "$srv" | sed 's/^/   /'
+  fi
+  if exchange "$name" "$sa" "$ca" -q "$size" -a 64 -d "$depth" -t "$tasks" -T "$SECS" \
+    "${flag[@]}"; then
+    local sum rate med mb rtt
+    sum=$(grep '^summary: ' "$cli")
+    field() { sed -n "s/.* $1=\([0-9.]*\) .*/\1/p" <<< "$sum"; }
+    rate=$(field req_per_s) med=$(field req_per_s_median) mb=$(field mb_per_s) rtt=$(field rtt_us)
+    # The RDS connections (paths) the run had up: TCP to or from port 16385 in the client's
+    # namespace (none would mean the exchange went over the loopback transport).
+    if [ "$impl" != unix ]; then
+      ip netns exec rdsb1 ss -Htn state established > "$W/$name.ss.txt" 2>&1
+      cp "$W/$name.ss.txt" "$OUT/"
+      conns=$(grep -c ':16385\b' "$W/$name.ss.txt")
+    fi
+    echo "$line $rate $med $mb $rtt $conns" >> "$OUT/bench-raw.txt"
+    echo "   $rate requests/s, $conns RDS TCP connections"
+  else
+    exchange_failed "$line" "tcp $impl size $size depth $depth tasks $tasks"
+  fi
+  SRV_NS= CLI_NS=
+  [ "$impl" = unix ] || tcp_down
   unload "$impl" || { echo "== rmmod ($impl) FAILED"; failed=1; }
 }
 
@@ -275,9 +358,18 @@ done
 for cfg in $PPCONFIGS; do
   for impl in c rs unix; do run_pp main "$impl" "${cfg%:*}" "${cfg#*:}"; done
 done
+# Over TCP between two namespaces (SIZE:DEPTH[:TASKS]).
+for cfg in $TCPCONFIGS; do
+  IFS=: read -r size depth tasks <<< "$cfg"
+  for impl in c rs unix; do run_tcp main "$impl" "$size" "$depth" "${tasks:-1}"; done
+done
 for cfg in $REPEAT; do
   for impl in c rs unix; do run repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
   for impl in c rs unix; do run_pp repeat "$impl" "${cfg%:*}" "${cfg#*:}"; done
+done
+for cfg in $TCPREPEAT; do
+  IFS=: read -r size depth tasks <<< "$cfg"
+  for impl in c rs; do run_tcp repeat "$impl" "$size" "$depth" "${tasks:-1}"; done
 done
 for cfg in $PROFILE; do
   for impl in c rs unix; do run_pp profile "$impl" "${cfg%:*}" "${cfg#*:}"; done
