@@ -183,9 +183,10 @@ struct Paths {
     /// The peer numbers its client connections' source ports by path
     /// (`RDS_EXTHDR_SPORT_IDX`, C after 6.12: `c_with_sport_idx`).
     sport_idx: AtomicBool,
-    /// The pong work has multipath work: path 0 came up before the handshake (send the
-    /// probe), or a handshake arrived in softirq context (start the paths).
-    due: AtomicBool,
+    /// The pong work is to send the probe ping (path 0 came up).
+    probe_due: AtomicBool,
+    /// The pong work is to start the paths (a handshake arrived in softirq context).
+    start_due: AtomicBool,
 }
 
 /// A connection.
@@ -325,7 +326,8 @@ impl Conn {
                     npaths: AtomicU8::new(0),
                     probing: AtomicBool::new(false),
                     sport_idx: AtomicBool::new(false),
-                    due: AtomicBool::new(false),
+                    probe_due: AtomicBool::new(false),
+                    start_due: AtomicBool::new(false),
                 },
                 inner <- new_spinlock_bh!(
                     ConnInner {
@@ -410,8 +412,11 @@ impl Conn {
             };
             crate::recv::answer_ping(&this, port, ctx);
         }
-        if this.paths.due.swap(false, Ordering::AcqRel) {
-            this.paths_work(ctx);
+        if this.paths.probe_due.swap(false, Ordering::AcqRel) {
+            this.probe(ctx);
+        }
+        if this.paths.start_due.swap(false, Ordering::AcqRel) {
+            this.paths_known(ctx);
         }
     }
 
@@ -462,7 +467,11 @@ impl Conn {
     pub(crate) fn handshake(self: &Arc<Self>, hdr: &Header, rx: RxCtx<'_>) {
         let base = self.base_arc();
         let (n, sport_idx) = hs_exts(hdr, u32::from(base.paths.npaths.load(Ordering::Acquire)));
-        base.paths.sport_idx.store(sport_idx, Ordering::Release);
+        // Only a frame that offers a path count says how the peer numbers its ports (a user's
+        // ping from port 1 says nothing).
+        if let Some(sport_idx) = sport_idx {
+            base.paths.sport_idx.store(sport_idx, Ordering::Release);
+        }
         // `hs_npaths` is at most `MPATH_MAX`.
         base.paths
             .npaths
@@ -470,28 +479,29 @@ impl Conn {
         base.paths.probing.store(false, Ordering::Release);
         WaitQueue::congestion().wake_all();
         match rx {
-            RxCtx::Process(ctx) => base.paths_work(ctx),
-            RxCtx::Atomic => base.paths_work_later(),
+            RxCtx::Process(ctx) => base.paths_known(ctx),
+            RxCtx::Atomic => base.later(&base.paths.start_due),
         }
     }
 
-    /// The multipath work of path 0 (process context): the probe ping while the path count is
-    /// not known, else the paths started.
-    fn paths_work(self: &Arc<Self>, ctx: &ProcessCtx) {
-        if self.npaths() != 0 {
-            self.start_paths(ctx);
-            self.tconn.paths_known(self, ctx);
-        } else if self.claim_probe() {
-            // A congested or gone peer gets no probe; a send or the next connect tries again.
-            if crate::send::send_probe(self, ctx).is_err() {
-                self.release_probe();
-            }
+    /// Sends the probe ping on path 0 unless one is out (process context).
+    fn probe(self: &Arc<Self>, ctx: &ProcessCtx) {
+        // A congested or gone peer gets no probe; a send or the next connect tries again.
+        if self.claim_probe() && crate::send::send_probe(self, ctx).is_err() {
+            self.release_probe();
         }
     }
 
-    /// Asks the pong work for [`Conn::paths_work`] (any context).
-    fn paths_work_later(self: &Arc<Self>) {
-        self.paths.due.store(true, Ordering::Release);
+    /// The handshake gave path 0 its count (process context): the paths are started, and the
+    /// transport may set them straight.
+    fn paths_known(self: &Arc<Self>, ctx: &ProcessCtx) {
+        self.start_paths(ctx);
+        self.tconn.paths_known(self, ctx);
+    }
+
+    /// Asks the pong work for what `flag` says (any context).
+    fn later(self: &Arc<Self>, flag: &AtomicBool) {
+        flag.store(true, Ordering::Release);
         if !self.is_destroyed() {
             Work::<Conn, 2>::queue(&self.shared.wq, self.clone());
         }
@@ -613,12 +623,13 @@ impl Conn {
         self.map_queued
             .store(self.transport.sends_cong_maps(), Ordering::Release);
         self.kick();
-        // Multipath: path 0 up, the count not known yet: the probe ping goes at once, from
-        // either end (C sends it from a send that needs a path above 0, and from the accepting
-        // end), so that the paths are negotiated (and a peer's messages on them reach this
-        // end) whatever this end's sockets hash to.
-        if self.mp() && self.key.path == 0 && self.npaths() == 0 {
-            self.paths_work_later();
+        // Multipath: path 0 up: the probe ping goes at once, from either end (C sends it from
+        // a send that needs a path above 0, and from the accepting end), so that the paths are
+        // negotiated (and a peer's messages on them reach this end) whatever this end's
+        // sockets hash to; and at every reconnect, as C does after 6.12, since a peer that
+        // restarted has forgotten the count.
+        if self.mp() && self.key.path == 0 {
+            self.later(&self.paths.probe_due);
         }
     }
 
@@ -752,10 +763,8 @@ impl Conn {
         {
             let mut inner = self.inner.lock();
             self.destroyed.store(true, Ordering::Release);
-            if self.paths.probing.load(Ordering::Acquire) {
-                // Senders waiting for its handshake see it gone.
-                WaitQueue::congestion().wake_all();
-            }
+            // Senders waiting for its handshake see it gone.
+            WaitQueue::congestion().wake_all();
             while let Some(m) = inner.send_queue.pop_front() {
                 self.queued.fetch_sub(1, Ordering::Relaxed);
                 dropped.push_back(m);

@@ -121,6 +121,11 @@ pub(crate) fn sendmsg(
         }
     };
     let mut conn = s.conn_for(sock, &route, nonblock, ctx)?;
+    // Connections are not keyed by transport: a TCP socket's destination may already be
+    // served by another transport's connection, which cannot send the caller's pages.
+    if m.data.is_zcopy() && !conn.transport.zerocopy() && !conn.transport.loops_back() {
+        return Err(eopnotsupp());
+    }
     // Congestion first: nothing is pinned or registered while a sender waits (bounded by
     // the send timeout).
     wait_uncongested(sock, &conn, route.dest.port, nonblock, ctx)?;

@@ -1175,8 +1175,8 @@ stats! {
     RsTcpBadStream => "rs_tcp_bad_stream",
     /// rds-rs: reads of a TCP stream that stopped for memory (the rest waits in the socket).
     RsTcpRxNomem => "rs_tcp_rx_nomem",
-    /// rds-rs: TCP client connections bound to any port, the local port range having no
-    /// port free that carries their path (see `path_port`).
+    /// rds-rs: TCP client connects that found no port of the local port range free that
+    /// carries their path (see `path_port`); they are tried again later.
     RsTcpPortAny => "rs_tcp_port_any",
     /// rds-rs: accepted TCP connections dropped because they came from another path's port
     /// (taken before the handshake said the peer numbers its ports by path).

@@ -274,11 +274,12 @@ pub fn is_hs_probe(sport: u16, dport: u16) -> bool {
 /// (C: `rds_recv_hs_exthdrs`), when the path count was `prev` before: the path count, the
 /// smaller of [`MPATH_MAX`] and the peer's `RDS_EXTHDR_NPATHS`, or `prev` when the frame has
 /// none (a peer that offers nothing has one path), never below 1; and whether the peer
-/// numbers its client connections' source ports by path (`RDS_EXTHDR_SPORT_IDX`). An
+/// numbers its client connections' source ports by path (`RDS_EXTHDR_SPORT_IDX`), which only
+/// a frame that offers a count says (`None` otherwise: a user's ping from port 1). An
 /// `RDS_EXTHDR_GEN_NUM` is accepted and not relied on. A malformed extension area ends the
 /// walk, as in C.
 #[must_use]
-pub fn hs_exts(hdr: &Header, prev: u32) -> (u32, bool) {
+pub fn hs_exts(hdr: &Header, prev: u32) -> (u32, Option<bool>) {
     let mut offered = None;
     let mut sport_idx = false;
     for e in hdr.exts().map_while(Result::ok) {
@@ -288,7 +289,8 @@ pub fn hs_exts(hdr: &Header, prev: u32) -> (u32, bool) {
             _ => {}
         }
     }
-    (offered.map_or(prev, |n| n.min(MPATH_MAX)).max(1), sport_idx)
+    let n = offered.map_or(prev, |n| n.min(MPATH_MAX)).max(1);
+    (n, offered.map(|_| sport_idx))
 }
 
 /// The path count part of [`hs_exts`].

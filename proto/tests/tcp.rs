@@ -227,15 +227,18 @@ fn path_known_before_and_after_the_handshake() {
 fn sport_idx_is_read_from_the_handshake() {
     assert_eq!(
         hs_exts(&hs_header(&[Ext::Npaths(8), Ext::SportIdx(0)]), 0),
-        (8, true)
+        (8, Some(true))
     );
-    assert_eq!(hs_exts(&hs_header(&[Ext::Npaths(8)]), 0), (8, false));
+    assert_eq!(hs_exts(&hs_header(&[Ext::Npaths(8)]), 0), (8, Some(false)));
+    // No count offered: nothing said about the ports either.
+    assert_eq!(hs_exts(&hs_header(&[]), 8), (8, None));
+    assert_eq!(hs_exts(&hs_header(&[Ext::SportIdx(0)]), 8), (8, None));
     assert_eq!(
         hs_exts(
             &hs_header(&[Ext::Npaths(8), Ext::GenNum(3), Ext::SportIdx(0)]),
             0
         ),
-        (8, true)
+        (8, Some(true))
     );
     // As a C 6.12 peer sees it: NPATHS first, then a type it stops at.
     let h = hs_header(&[Ext::Npaths(8), Ext::SportIdx(0)]);

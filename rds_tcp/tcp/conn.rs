@@ -94,8 +94,9 @@ pub(crate) struct TcpConn {
 /// own (see [`TcpConn::parked`]).
 const PARKED_SLOTS: usize = crate::proto::MPATH_MAX as usize + 1;
 
-/// How often a parked socket is tried ([`Parked`]), 10 ms apart: 5 s in all.
-const PARKED_TRIES: u32 = 500;
+/// How often a parked socket is tried ([`Parked`]): 10 ms after it came, then twice as long
+/// each time, 1 s at most: about 5 s in all.
+const PARKED_TRIES: u32 = 11;
 
 /// An accepted socket that came while its connection was busy (going down after an error or a
 /// reset, or still up while the peer had already given it up). TCP may have acknowledged
@@ -127,10 +128,6 @@ impl Parked {
         };
         let sock = this.sock.lock().take();
         let Some(sock) = sock else { return };
-        if this.conn.is_destroyed() {
-            sock.reset(ctx);
-            return;
-        }
         let unslot = || {
             let mut p = tc.parked.lock();
             match p.get_mut(this.slot) {
@@ -138,6 +135,12 @@ impl Parked {
                 _ => None,
             }
         };
+        if this.conn.is_destroyed() || this.home.is_destroyed() {
+            // Out of its slot too: the slot holds it and it holds the connection.
+            drop(unslot());
+            sock.reset(ctx);
+            return;
+        }
         match place(&this.conn, sock, ctx) {
             None => drop(unslot()),
             Some(sock) => {
@@ -156,7 +159,8 @@ impl Parked {
                     return;
                 }
                 *this.sock.lock() = Some(sock);
-                DelayedWork::queue(&this.conn.shared.wq, this.clone(), park_delay());
+                let tries = this.tries.load(Ordering::Relaxed);
+                DelayedWork::queue(&this.conn.shared.wq, this.clone(), park_delay(tries));
             }
         }
     }
@@ -168,14 +172,24 @@ impl Parked {
 /// back when none can.
 fn place(base: &Arc<Conn>, mut sock: TcpSocket, ctx: &ProcessCtx) -> Option<TcpSocket> {
     let n = base.npaths().max(1);
+    let mut provisional = None;
     let paths = match path_of(base, &sock) {
         Some(i) => {
             unplace(base, ctx);
             u32::from(i)..u32::from(i) + 1
         }
-        None => 0..n,
+        None => {
+            // Before the handshake path 0 takes it; if path 0 cannot, the port's path (a peer
+            // that numbers its ports by path connected its other paths before this end
+            // learnt the count; for one that does not, it is as good as the first free one).
+            if base.npaths() == 0 {
+                let i = u32::from(sock.names().fport) % crate::proto::MPATH_MAX;
+                provisional = (i != 0).then_some(i);
+            }
+            0..n
+        }
     };
-    for i in paths {
+    for i in Iterator::chain(paths, provisional) {
         let Ok(i) = u8::try_from(i) else { break };
         let Ok(c) = base.shared.conns.path(base, i, true, ctx) else {
             break;
@@ -232,9 +246,9 @@ pub(super) fn unplace(base: &Arc<Conn>, ctx: &ProcessCtx) {
     }
 }
 
-/// The pause between two tries of a parked socket: 10 ms.
-fn park_delay() -> u64 {
-    crate::bindings::sys::ms_to_jiffies(10)
+/// The pause before the try after `tries` tries of a parked socket.
+fn park_delay(tries: u32) -> u64 {
+    crate::bindings::sys::ms_to_jiffies(10u32.checked_shl(tries).unwrap_or(1000).min(1000))
 }
 
 impl TcpConn {
@@ -253,7 +267,7 @@ impl TcpConn {
     /// Binds a client socket to a source port that carries the connection's path in its low
     /// three bits ([`path_port`]; C after 6.12, which the handshake announces with
     /// `RDS_EXTHDR_SPORT_IDX`), trying the groups of the namespace's local port range in
-    /// turn from the one after the last used; any free port when the range has none free.
+    /// turn from the one after the last used; `EADDRINUSE` when none is free.
     fn bind_path_port(&self, sock: &TcpSocket, ctx: &ProcessCtx) -> Result {
         let (lo, hi) = btcp::local_port_range(self.key.net);
         let groups = path_port_groups(lo, hi);
@@ -269,8 +283,10 @@ impl TcpConn {
                 Err(e) => return Err(e),
             }
         }
+        // A port of another path would put the connection on that path at the peer: the
+        // connect fails instead, and the core's backoff tries again.
         stats::inc(Stat::RsTcpPortAny);
-        sock.bind(&self.key.laddr.0, 0, 0, ctx)
+        Err(crate::bindings::net::eaddrinuse())
     }
 
     /// Whether this end is TCP's client of the connection.
@@ -384,7 +400,7 @@ impl TcpConn {
                 s.reset(ctx);
             }
         }
-        DelayedWork::queue(&conn.shared.wq, parked, park_delay());
+        DelayedWork::queue(&conn.shared.wq, parked, park_delay(0));
     }
 
     /// Installs an accepted socket if the connection can take it now (down, or connecting
