@@ -133,7 +133,7 @@ cmd_ib=$(steps ib "CHAINED=before $(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$mod
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
 cmd_tcp=$(steps tcp "CHAINED=before $(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none);
- CHAINED=after $(q "$guest/tcp-mesh.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" 32 8 700)")
+ CHAINED=after $(q "$guest/tcp-mesh.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" 12 8 900)")
 tcpf=()
 if [ -n "$kplain" ]; then
   cmd_tcpf=$(steps tcpf "CHAINED=before $(q "$guest/tcp-selftest.sh" "$res/tcpf" "$kplain" "$module_plain" "$tests_bin" \

@@ -61,7 +61,7 @@ for cfg in "${cfgs[@]}"; do
       fi
     done ) & mon=$!
   # Unbuffered, each line stamped with the guest's uptime.
-  timeout 600 python3 -u "$ST/test.py" --timeout 560 -d "$OUT/selftest-$n" $args 2>&1 \
+  timeout 1600 python3 -u "$ST/test.py" --timeout 1500 -d "$OUT/selftest-$n" $args 2>&1 \
     | while IFS= read -r l; do read -r up _ < /proc/uptime; echo "$up $l"; done \
     > "$OUT/selftest-$n.log"; rc=${PIPESTATUS[0]}
   kill $mon 2>/dev/null; wait $mon 2>/dev/null
