@@ -827,15 +827,8 @@ impl<'a> MsgHdr<'a> {
         offset: usize,
         len: usize,
     ) -> Result<usize> {
-        if offset
-            .checked_add(len)
-            .is_none_or(|end| end > kernel::page::PAGE_SIZE)
-        {
-            return Err(EINVAL);
-        }
-        // SAFETY: `msg` is the valid msghdr of the current call; `page` is an allocated page
-        // and the range is inside it.
-        Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_ptr().cast(), offset, len) })
+        // SAFETY: `page` is an allocated page, alive while borrowed.
+        unsafe { self.copy_from_raw_page(page.as_ptr().cast(), offset, len) }
     }
 
     /// Copies `len` bytes at `offset` in a page of a zero-copy payload to the caller's
@@ -846,15 +839,30 @@ impl<'a> MsgHdr<'a> {
         offset: usize,
         len: usize,
     ) -> Result<usize> {
+        // SAFETY: The page is referenced while `page` borrows its `UserPages`.
+        unsafe { self.copy_from_raw_page(page.as_raw(), offset, len) }
+    }
+
+    /// [`MsgHdr::copy_from_page`] for a page given by pointer.
+    ///
+    /// # Safety
+    ///
+    /// `page` points to a page that stays valid during the call.
+    unsafe fn copy_from_raw_page(
+        &mut self,
+        page: *mut raw::page,
+        offset: usize,
+        len: usize,
+    ) -> Result<usize> {
         if offset
             .checked_add(len)
             .is_none_or(|end| end > kernel::page::PAGE_SIZE)
         {
             return Err(EINVAL);
         }
-        // SAFETY: `msg` is the valid msghdr of the current call; the page is referenced while
-        // `page` borrows its `UserPages`, and the range is inside it.
-        Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page.as_raw(), offset, len) })
+        // SAFETY: `msg` is the valid msghdr of the current call; `page` is valid (the
+        // function's requirement) and the range is inside it.
+        Ok(unsafe { raw::rds_rs_msg_copy_page_to(self.msg, page, offset, len) })
     }
 
     /// Takes the next `len` bytes of a `sendmsg`'s payload by reference, for a zero-copy send

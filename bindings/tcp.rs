@@ -330,16 +330,8 @@ impl Attached {
         more: bool,
         _ctx: &ProcessCtx,
     ) -> Sent {
-        if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
-            return Err(EINVAL);
-        }
-        // SAFETY: The socket is live (owned); the page is an allocated page, of which TCP takes
-        // a reference for as long as it needs it; the range is inside it (checked); sending
-        // takes the socket lock, which `_ctx` allows.
-        let r = unsafe {
-            raw::rds_rs_tcp_send_page(self.as_ptr(), page.as_ptr().cast(), off, len, more)
-        };
-        sent(r)
+        // SAFETY: `page` is an allocated page, alive while borrowed.
+        unsafe { self.send_raw_page(page.as_ptr().cast(), off, len, more) }
     }
 
     /// Sends `len` bytes at `off` in a page of a zero-copy payload by reference (as
@@ -352,13 +344,30 @@ impl Attached {
         more: bool,
         _ctx: &ProcessCtx,
     ) -> Sent {
+        // SAFETY: The page is referenced while `page` borrows its `UserPages`.
+        unsafe { self.send_raw_page(page.as_raw(), off, len, more) }
+    }
+
+    /// [`Attached::send_page`] for a page given by pointer (process context, as the callers).
+    ///
+    /// # Safety
+    ///
+    /// `page` points to a page that stays valid during the call.
+    unsafe fn send_raw_page(
+        &self,
+        page: *mut raw::page,
+        off: usize,
+        len: usize,
+        more: bool,
+    ) -> Sent {
         if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
             return Err(EINVAL);
         }
-        // SAFETY: The socket is live (owned); the page is referenced while `page` borrows its
-        // `UserPages`, and TCP takes a reference of its own for as long as it needs it; the
-        // range is inside it (checked); sending takes the socket lock, which `_ctx` allows.
-        let r = unsafe { raw::rds_rs_tcp_send_page(self.as_ptr(), page.as_raw(), off, len, more) };
+        // SAFETY: The socket is live (owned); the page is valid (the function's requirement),
+        // and TCP takes a reference of its own for as long as it needs it; the range is inside
+        // it (checked); sending takes the socket lock, which the callers' process context
+        // allows.
+        let r = unsafe { raw::rds_rs_tcp_send_page(self.as_ptr(), page, off, len, more) };
         sent(r)
     }
 
