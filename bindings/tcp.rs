@@ -363,10 +363,8 @@ impl Attached {
         if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
             return Err(EINVAL);
         }
-        // SAFETY: The socket is live (owned); the page is valid (the function's requirement),
-        // and TCP takes a reference of its own for as long as it needs it; the range is inside
-        // it (checked); sending takes the socket lock, which the callers' process context
-        // allows.
+        // SAFETY: The socket is live (owned); `page` is valid (our requirement), TCP takes its
+        // own reference, and the range is inside it (checked); the callers are in process context.
         let r = unsafe { raw::rds_rs_tcp_send_page(self.as_ptr(), page, off, len, more) };
         sent(r)
     }

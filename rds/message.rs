@@ -337,6 +337,9 @@ pub(crate) struct Payload {
     store: Store,
 }
 
+/// The size of a payload's segments ([`Payload::segment`]).
+const SEG: usize = 4096;
+
 impl Payload {
     /// An empty payload.
     pub(crate) fn empty() -> Self {
@@ -671,7 +674,6 @@ impl Payload {
     /// transport), `None` past the end. Payloads of the core are segmented exactly; a
     /// transport's lent fragments (received, never sent) have no segments.
     pub(crate) fn segment(&self, idx: usize) -> Option<Frag<'_>> {
-        const SEG: usize = 4096;
         let start = idx.checked_mul(SEG)?;
         if start >= self.len {
             return None;
@@ -695,7 +697,6 @@ impl Payload {
     /// The fragment holding byte `offset` and the byte's offset in it (for a stream transport,
     /// which sends a payload from any offset on); `None` past the end.
     pub(crate) fn frag_at(&self, offset: usize) -> Option<(Frag<'_>, usize)> {
-        const SEG: usize = 4096;
         match &self.store {
             Store::User(z) => z
                 .pages
