@@ -427,6 +427,16 @@ for dir in c_to_rs:a rs_to_c:b; do
     expect+=(--expect "$res/$g/ib-pair-$impl.tap:tcp_pair_${impl}_paths_$fam")
   done
 done
+# Rounds 10-13 over TCP: the peer's module reloaded mid-stream (C, then rds_rs), side b's link
+# cut and restored, forged resets into each side's stack; streams both ways in 12 and 13.
+expect+=(--expect "$res/a/ib-pair-c.tap:tcp_pair_reload_c" --expect "$res/b/ib-pair-rs.tap:tcp_pair_reload_c_sender"
+         --expect "$res/b/ib-pair-rs.tap:tcp_pair_reload_rs" --expect "$res/a/ib-pair-c.tap:tcp_pair_reload_rs_sender"
+         --expect "$res/b/ib-pair-rs.tap:tcp_pair_cut_link")
+for g in a:c b:rs; do
+  for check in cut_IMPL_recv cut_IMPL_send rst_IMPL_injected rst_IMPL_recv rst_IMPL_send; do
+    expect+=(--expect "$res/${g%%:*}/ib-pair-${g#*:}.tap:tcp_pair_${check/IMPL/${g#*:}}")
+  done
+done
 python3 tests/harness.py judge --counts "$res/guest-counts" "${expect[@]}" \
   "$res/a" "$res/b" "$res/core" "$res/ib" "$res/ibf" "$res/tcp" "$res/tcpf"
 if read -r gp gf < "$res/guest-counts"; then

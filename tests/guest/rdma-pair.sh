@@ -20,7 +20,12 @@
 #      RDS_CMSG_RDMA_MAP and has the other write and read it, 30 operations each way;
 #   8-9. RDS over TCP (C's rds_tcp against rds_rs's TCP transport), the soft-RDMA device
 #      deleted, on new addresses: the echo and client checks again, IPv4 then IPv6, both
-#      sides' clients at once.
+#      sides' clients at once;
+#   10-11. over TCP, the peer's module reloaded mid-stream as in 5 and 6 (C, then rds_rs);
+#   12. over TCP, a stream each way at once while side b's link is cut for 12 s and restored:
+#      every message exactly once and in order;
+#   13. the same while each side forges TCP resets into its own stack (tcp-rst.py): three
+#      of its RDS/TCP connections with the other side are reset, as by a middlebox.
 # Side a first runs the registration rules of RDS/IB (rds-tests rdma-reg).
 #   rdma-pair.sh a|b OUT KDIR MODULE TESTS-BIN MY-ADDR PEER-ADDR MY-ADDR6 PEER-ADDR6 RXE|SIW PEER-OUT [RDMA-OPS]
 # The guests reach this step at different times (each first runs its own suites) and meet
@@ -160,19 +165,23 @@ if [ $loaded_ok -eq 0 ]; then
     tap $f not "ib_pair_${impl}_rds_info_I" none "$out"
   fi
   # reload_round N: round 5 (C reloaded) or 6 (rds_rs reloaded).
+  # reload_round N VICTIM [tcp]: over RDS/IB on the pair's addresses, or (tcp, rounds 10 and
+  # 11) over RDS/TCP on the TCP rounds' addresses, where the module reloaded takes its
+  # listener and connections with it and the other side reconnects to the new one.
   reload_round() {
-    local n=$1 victim tag log=$OUT/reload-r$1 rc1 rc2 src first got lost why=
-    if [ "$n" = 5 ]; then victim=c; else victim=rs; fi
+    local n=$1 victim=$2 tag log=$OUT/reload-r$1 rc1 rc2 src first got lost why=
+    local tr=ib me=$ME peer=$PEER port=4300
     tag=ib_pair_reload_${victim}
+    [ "${3:-}" = tcp ] && { tr=tcp me=$T4 peer=$PT4 port=4310 tag=tcp_pair_reload_${victim}; }
     # Both sides are here before the receiver's bound starts.
     meet "${n}s" || return
     if [ $impl = "$victim" ]; then
-      "$TESTS" ib-sink "$ME" 4300 200 "$log.p1" 300 > "$log.sink1" 2>&1 & local s1=$!
+      RDS_TESTS_TRANSPORT=$tr "$TESTS" ib-sink "$me" $port 200 "$log.p1" 300 > "$log.sink1" 2>&1 & local s1=$!
       wait_until 60 has "$log.sink1" 'sink bound'
       meet "${n}a" || { kill $s1; wait $s1; return; }
       wait $s1; rc1=$?
       if [ $impl = c ]; then unload_c && load_c; else unload_rs && load_rs; fi         || why="the module did not reload"
-      "$TESTS" ib-sink "$ME" 4300 600 "$log.p2" 300 resume > "$log.sink2" 2>&1; rc2=$?
+      RDS_TESTS_TRANSPORT=$tr "$TESTS" ib-sink "$me" $port 600 "$log.p2" 300 resume > "$log.sink2" 2>&1; rc2=$?
       touch "$log.p2.done"   # the sender may close now, whatever the outcome
       first=$(sed -n 's/^# received [0-9]* from \([0-9]*\) .*/\1/p' "$log.sink2")
       got=$(sed -n 's/^# received \([0-9]*\) .*/\1/p' "$log.sink2")
@@ -190,14 +199,50 @@ if [ $loaded_ok -eq 0 ]; then
       fi
     else
       meet "${n}a" || return
-      "$TESTS" ib-source "$ME" "$PEER" 4300 600 "$log.sent" 400 60 "$PEER_OUT/reload-r$n.p2.done" \
+      RDS_TESTS_TRANSPORT=$tr "$TESTS" ib-source "$me" "$peer" $port 600 "$log.sent" 400 60 \
+        "$PEER_OUT/reload-r$n.p2.done" \
         > "$log.source" 2>&1; src=$?
       if [ $src -eq 0 ]; then tap $f ok "${tag}_sender" "$(tail -1 "$log.source")"
       else tap $f not "${tag}_sender" "rc=$src" "$(tail -2 "$log.source")"; fi
     fi
   }
+  # fault_round N cut|rst: round 12 or 13 (above).
+  fault_round() {
+    local n=$1 kind=$2 log=$OUT/fault-r$1 port=$((4320 + $1)) sk src rc src_rc act=0 why=
+    meet "${n}s" || return
+    RDS_TESTS_TRANSPORT=tcp "$TESTS" ib-sink "$T4" $port 400 "$log.p" 300 > "$log.sink" 2>&1 & sk=$!
+    wait_until 60 has "$log.sink" 'sink bound'
+    meet "${n}a" || { kill $sk; wait $sk; return 1; }
+    RDS_TESTS_TRANSPORT=tcp "$TESTS" ib-source "$T4" "$PT4" $port 400 "$log.sent" 300 50 \
+      "$PEER_OUT/fault-r$n.done" > "$log.source" 2>&1 & src=$!
+    # The fault starts once the stream to this side flows.
+    wait_until 120 at_least "$log.p" 32
+    "$(dirname "$TESTS")/rds-info" -c -T > "$OUT/info-before-fault-r$n.txt" 2>&1
+    case $kind in
+      cut)
+        if [ "$ROLE" = b ]; then
+          sysctl -qw "net.ipv6.conf.$nics.keep_addr_on_down=1"
+          { ip link set "$nics" down && sleep 12 && ip link set "$nics" up; } > "$log.cut" 2>&1 || act=1
+          if [ $act -eq 0 ]; then tap $f ok "tcp_pair_cut_link" "$nics down 12 s, up"
+          else tap $f not "tcp_pair_cut_link" "$(cat "$log.cut")" "the link did not go down and up"; fi
+        fi ;;
+      rst)
+        python3 "$(dirname "$0")/tcp-rst.py" "$nics" "$T4" "$PT4" 3 2 90 > "$log.rst" 2>&1 || act=1
+        if [ $act -eq 0 ]; then tap $f ok "tcp_pair_rst_${impl}_injected" "$(tail -1 "$log.rst")"
+        else tap $f not "tcp_pair_rst_${impl}_injected" "$(tail -1 "$log.rst")" "fewer resets took than asked"; fi ;;
+    esac
+    wait $sk; rc=$?
+    touch "$log.done"   # the other side's source may close now
+    wait $src; src_rc=$?
+    if [ $rc -eq 0 ]; then tap $f ok "tcp_pair_${kind}_${impl}_recv" "$(tail -1 "$log.sink")"
+    else tap $f not "tcp_pair_${kind}_${impl}_recv" "rc=$rc" "$(tail -2 "$log.sink")"; fi
+    if [ $src_rc -eq 0 ]; then tap $f ok "tcp_pair_${kind}_${impl}_send" "$(tail -1 "$log.source")"
+    else tap $f not "tcp_pair_${kind}_${impl}_send" "rc=$src_rc" "$(tail -2 "$log.source")"; fi
+    "$(dirname "$TESTS")/rds-info" -c -T > "$OUT/info-after-fault-r$n.txt" 2>&1
+    return 0
+  }
   if [ $met -eq 1 ]; then
-    reload_round 5; meet 5 && reload_round 6; meet 6
+    reload_round 5 c; meet 5 && reload_round 6 rs; meet 6
   fi
   # 7. RDMA both ways at once: each side's registrant asks the other's operator for 30
   #    writes and reads of its RDMA_MAP registrations (rds-tests ib-rdma-pair).
@@ -252,6 +297,16 @@ if [ $loaded_ok -eq 0 ]; then
         tclient v4; meet 8 && { tclient v6; meet 9; }
       fi
       echoes_done tcp_pair_${impl}_echo "$OUT/tcp-echo" $te4 $te6
+      # 10-11. Over TCP, the peer's module reloaded mid-stream: C (10), then rds_rs (11).
+      if [ $met -eq 1 ]; then
+        reload_round 10 c tcp; meet 10 && reload_round 11 rs tcp; meet 11
+      fi
+      # 12-13. Over TCP, faults under two streams at once (each side's ib-source to the
+      # other's ib-sink, 400 messages of 8 B to 9 KiB paced 50 ms, every one exactly once and
+      # in order): 12, side b's link cut for 12 s (the stream's path waits on TCP's
+      # retransmission; the paths that carry nothing may die of keepalive) and restored;
+      # 13, each side forges resets into its own stack (tcp-rst.py), three connections each.
+      [ $met -eq 1 ] && fault_round 12 cut && meet 12 && fault_round 13 rst && meet 13
     fi
   fi
   if [ $impl = c ]; then
@@ -262,7 +317,7 @@ if [ $loaded_ok -eq 0 ]; then
   fi
 else
   tap harness.tap not "load_$impl" failed "insmod of the RDS modules failed"
-  for r in arrive 0 1 2 3 4 5s 5a 5 6s 6a 6 7 8s 8a 8 9; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
+  for r in arrive 0 1 2 3 4 5s 5a 5 6s 6a 6 7 8s 8a 8 9 10s 10a 10 11s 11a 11 12s 12a 12 13s 13a 13; do echo failed > "$OUT/pair-r$r"; done   # the other side need not wait
 fi
 rdma link delete "${SOFT}0" 2>/dev/null
 kmemleak_report
