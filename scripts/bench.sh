@@ -42,6 +42,10 @@
 #                  same way over soft-RoCE, C RDS/IB and rds_rs (`make bench-profile` sets
 #                  "64:1"): the step table of one request/answer over rxe, with the steps of
 #                  rxe and the network below it and of the completion dispatch apart
+#   BENCH_TCP_PROFILE "SIZE:DEPTH[:TASKS] ..." of BENCH_TCP's configurations run once more for
+#                  C and rds_rs under perf (no step table: the folded call chains,
+#                  profile-tcp-IMPL-SIZE-DEPTH.folded, go to bench/results/<name>.profile/;
+#                  `bench/steps.py show` lists their biggest stacks)
 #   BENCH_PROFILE_SECS  seconds of guest time of each profile run (default 60). perf's
 #                  cpu-clock samples on the kernel's hrtimers; without CONFIG_HIGH_RES_TIMERS
 #                  (the plain kernel, HZ=250) they fire at the tick only: one sample every
@@ -110,6 +114,7 @@ ibconfigs=${BENCH_IB-"65536:8"}
 ibppconfigs=${BENCH_IB_PINGPONG-"64:1 1024:8 8192:4 65536:2"}
 tcpconfigs=${BENCH_TCP-"64:1 1024:8 16384:8 131072:2 1024:1:8"}
 tcprepeat=${BENCH_TCP_REPEAT-"1024:8"}
+tcpprofile=${BENCH_TCP_PROFILE:-}
 profile=${BENCH_PROFILE:-}
 ibprofile=${BENCH_IB_PROFILE:-}
 [ "$profile" = 1 ] && profile="64:1 1024:8"
@@ -132,6 +137,9 @@ done
 for cfg in $tcprepeat; do
   [[ " $tcpconfigs " == *" $cfg "* ]] || die "BENCH_TCP_REPEAT's $cfg is not in BENCH_TCP"
 done
+for cfg in $tcpprofile; do
+  [[ " $tcpconfigs " == *" $cfg "* ]] || die "BENCH_TCP_PROFILE's $cfg is not in BENCH_TCP"
+done
 for cfg in $ibprofile; do
   [[ " $ibppconfigs " == *" $cfg "* ]] || die "BENCH_IB_PROFILE's $cfg is not in BENCH_IB_PINGPONG"
 done
@@ -152,7 +160,8 @@ slow=${BENCH_SLOW:-3}
 # Each TCP run of C and rds_rs has a warm-up exchange of one second before it.
 warmups=$(( ($(words "$tcpconfigs") + $(words "$tcprepeat")) * 2 ))
 bound=$((runs * (secs + 20) * slow + warmups * 21 * slow \
-  + ($(words "$profile") * 3 + $(words "$ibprofile") * 2) * (psecs * slow + 900) + 300))
+  + ($(words "$profile") * 3 + ($(words "$ibprofile") + $(words "$tcpprofile")) * 2) \
+  * (psecs * slow + 900) + 300))
 kdir=$(bash "$here/kernel.sh" plain)
 if [ -n "${BENCH_PERIOD:-}" ]; then
   period=$BENCH_PERIOD
@@ -183,13 +192,13 @@ fi
 # One folder per run, so that two runs (say, a baseline beside the tree) do not clobber each other.
 out=$top/target/bench/run-$(date +%Y%m%d-%H%M%S)-$$
 rm -rf "$out"; mkdir -p "$out"
-nprof=$(( $(words "$profile") * 3 + $(words "$ibprofile") * 2 ))
+nprof=$(( $(words "$profile") * 3 + ($(words "$ibprofile") + $(words "$tcpprofile")) * 2 ))
 step "booting a guest (plain kernel, 1 vCPU, icount): $runs runs of ${secs}s guest time$([ "$nprof" -gt 0 ] && echo ", $nprof of ${psecs}s under perf") (bound ${bound}s)"
 python3 tests/harness.py one --kernel "$kdir" --out "$out" --timeout "$bound" --cpus 1 \
   "--qemu-opts=-icount shift=0,sleep=off" -- \
   "$top/tests/guest/bench.sh" bench "$out" "$kdir" "$module" "$top/target/release" "$secs" "$configs" "$repeat" \
   "$ibconfigs" "$ppconfigs" "$ibppconfigs" "$profile" "$period" "$psecs" "$ibprofile" \
-  "$tcpconfigs" "$tcprepeat"
+  "$tcpconfigs" "$tcprepeat" "$tcpprofile"
 [ -s "$out/bench-raw.txt" ] || { tail -30 "$out/bench.log" 2>/dev/null; die "the guest measured nothing (see $out/bench.log, $out/console.txt)"; }
 
 # The report. Debian's python3 (the one with python3-matplotlib), even when another is first
@@ -212,7 +221,7 @@ meta=(
 [ -n "${BENCH_NOTE:-}" ] && meta+=(--meta "note=$BENCH_NOTE")
 [ -n "$baseline" ] && meta+=(--baseline "$baseline" --meta "baseline=$(basename "$baseline")")
 prof=()
-if [ -n "$profile$ibprofile" ]; then
+if [ -n "$profile$ibprofile$tcpprofile" ]; then
   # The folded call chains stay beside the results, so the steps can be counted again.
   mkdir -p "$results/$name.profile"
   cp "$out"/profile-*.folded "$results/$name.profile/" 2>/dev/null || true

@@ -86,7 +86,7 @@ fi
 
 TOOLS=$5 SECS=$6 CONFIGS=$7 REPEAT=${8:-} IBCONFIGS=${9:-} PPCONFIGS=${10:-}
 IBPPCONFIGS=${11:-} PROFILE=${12:-} PERIOD=${13:-100000} PSECS=${14:-$SECS} IBPROFILE=${15:-}
-TCPCONFIGS=${16:-} TCPREPEAT=${17:-}
+TCPCONFIGS=${16:-} TCPREPEAT=${17:-} TCPPROFILE=${18:-}
 exec > "$OUT/bench.log" 2>&1
 : > "$OUT/bench-raw.txt"
 failed=0
@@ -107,7 +107,7 @@ KDIR_C=$W/c
 STRESS=$W/rds-stress
 PINGPONG=$W/rds-pingpong
 BENCH_DIR=$(cd "$(dirname "$0")/../../bench" && pwd)
-if [ -n "$PROFILE$IBPROFILE" ]; then
+if [ -n "$PROFILE$IBPROFILE$TCPPROFILE" ]; then
   # perf with every library it links, run through the copied loader.
   mkdir -p "$W/perf" || exit 1
   cp /usr/bin/perf $(ldd /usr/bin/perf | awk '$2 == "=>" && $3 ~ /^\// { print $3 }') \
@@ -199,7 +199,9 @@ tcp_down() { ip netns del rdsb0 2>/dev/null; ip netns del rdsb1 2>/dev/null; tru
 # (IMPL c or rs), or over AF_UNIX in the initial namespace (unix); appends its line to
 # bench-raw.txt.
 run_tcp() {
-  local pass=$1 impl=$2 size=$3 depth=$4 tasks=$5 flag=() sa=10.0.0.1 ca=10.0.0.2
+  local pass=$1 impl=$2 size=$3 depth=$4 tasks=$5 flag=() sa=10.0.0.1 ca=10.0.0.2 secs=$SECS
+  local perfed=0 tag=tcp-$impl-$size-$depth
+  [ "$pass" = profile ] && secs=$PSECS perfed=1
   k=$((k + 1))
   local name=run$k-tcp-$pass-$impl-$size-$depth-$tasks line="tcp $pass $impl $size $depth $tasks"
   local cli srv crc src conns=-
@@ -211,7 +213,7 @@ run_tcp() {
   else
     SRV_NS=rdsb0 CLI_NS=rdsb1
   fi
-  echo "-- run $k (tcp $pass): $impl -r $ca -s $sa -q $size -a 64 -d $depth -t $tasks -T $SECS ${flag[*]}"
+  echo "-- run $k (tcp $pass): $impl -r $ca -s $sa -q $size -a 64 -d $depth -t $tasks -T $secs ${flag[*]}"
   if ! load "$impl"; then
     echo "$line FAIL" >> "$OUT/bench-raw.txt"
     echo "== FAILED: loading $impl"; failed=1; SRV_NS= CLI_NS=; tcp_down; return
@@ -224,8 +226,16 @@ run_tcp() {
     echo "   (the warm-up failed: client rc=$crc, server rc=$src; $name-warmup.*.txt)"
     grep -h '^rds-stress: ' "$cli" "$srv" | sed 's/^/   /'
   fi
-  if exchange "$name" "$sa" "$ca" -q "$size" -a 64 -d "$depth" -t "$tasks" -T "$SECS" \
-    "${flag[@]}"; then
+  # ran: 0 measured, 1 the exchange failed, 2 perf failed (its line written).
+  local ran=0
+  if [ $perfed = 1 ] && ! perf_start "$tag"; then
+    perf_failed "$line"; ran=2
+  else
+    exchange "$name" "$sa" "$ca" -q "$size" -a 64 -d "$depth" -t "$tasks" -T "$secs" \
+      "${flag[@]}" || ran=1
+    if [ $perfed = 1 ] && ! perf_stop "$tag" && [ $ran = 0 ]; then perf_failed "$line"; ran=2; fi
+  fi
+  if [ $ran = 0 ]; then
     local sum rate med mb rtt
     sum=$(grep '^summary: ' "$cli")
     field() { sed -n "s/.* $1=\([0-9.]*\) .*/\1/p" <<< "$sum"; }
@@ -239,7 +249,7 @@ run_tcp() {
     fi
     echo "$line $rate $med $mb $rtt $conns" >> "$OUT/bench-raw.txt"
     echo "   $rate requests/s, $conns RDS TCP connections"
-  else
+  elif [ $ran = 1 ]; then
     exchange_failed "$line" "tcp $impl size $size depth $depth tasks $tasks"
   fi
   SRV_NS= CLI_NS=
@@ -373,6 +383,11 @@ for cfg in $TCPREPEAT; do
 done
 for cfg in $PROFILE; do
   for impl in c rs unix; do run_pp profile "$impl" "${cfg%:*}" "${cfg#*:}"; done
+done
+# Over TCP under perf, C and rds_rs (profile-tcp-IMPL-SIZE-DEPTH.folded).
+for cfg in $TCPPROFILE; do
+  IFS=: read -r size depth tasks <<< "$cfg"
+  for impl in c rs; do run_tcp profile "$impl" "$size" "$depth" "${tasks:-1}"; done
 done
 # RDMA over rxe (see the top).
 ib_load() { # IMPL
