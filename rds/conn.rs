@@ -50,8 +50,8 @@ use crate::cong::{CongRef, NetCong};
 use crate::message::{Message, POOL_BUF_MAX};
 use crate::proto::{
     hs_exts, on_reset, tcp_connects, AckPacer, Addr, AtomicAckState, Backoff, ConnState, Header,
-    OnReset, RxSeq, SeqCheck, SpareStack, Stat, TxSeq, FLAG_ACK_REQUIRED, FLAG_RETRANSMITTED,
-    RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    OnReset, RxSeq, SavedRx, SeqCheck, SpareStack, Stat, TxSeq, FLAG_ACK_REQUIRED,
+    FLAG_RETRANSMITTED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::recv::RxCtx;
 use crate::send;
@@ -1311,6 +1311,19 @@ impl Conn {
     pub(crate) fn seqs(&self) -> (u64, u64) {
         let inner = self.inner.lock();
         (inner.tx.next, inner.rx.next)
+    }
+
+    /// Puts the receive side's sequence state aside, for a transport that may find what it
+    /// receives next to be another path's (see [`SavedRx`]).
+    pub(crate) fn save_rx(&self) -> SavedRx {
+        self.inner.lock().rx.save()
+    }
+
+    /// Gives back the receive side's sequence state saved with [`Conn::save_rx`]: what the
+    /// path received since was another path's. The caller makes sure nothing else was
+    /// received meanwhile (the TCP transport: only from the socket it has just closed).
+    pub(crate) fn restore_rx(&self, saved: SavedRx) {
+        self.inner.lock().rx.restore(saved);
     }
 
     /// Calls `f` for each queued message until it fails (under the connection's lock: `f`

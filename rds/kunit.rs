@@ -16,7 +16,7 @@ use crate::proto::{
     cmsg_space, cmsgs, cookie_key, cookie_offset, encode_cmsg, key_acceptable, make_cookie,
     scan_send_cmsgs, verify_checksum, AtomicOp, BarrierState, CmsgError, CongChange, Ext, Header,
     HeaderError, OpTracker, Quarantine, RecvAccount, FLAG_ACK_REQUIRED, HEADER_LEN,
-    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, SOL_RDS, SOL_SOCKET,
+    RDS_CMSG_RDMA_ARGS, RDS_CMSG_RDMA_DEST, RDS_CMSG_ZCOPY_COOKIE, SOL_RDS, SOL_SOCKET,
 };
 use crate::proto::{Addr, ConnState};
 use crate::socket::Shared;
@@ -111,6 +111,10 @@ extern "C" fn rds_rs_kunit_cmsg() -> c_int {
     let mut mixed = [0u8; 128];
     let c = encode_cmsg(SOL_RDS, RDS_CMSG_RDMA_DEST, &[0; 8], &mut mixed).unwrap_or(0);
     let d = encode_cmsg(SOL_RDS, RDS_CMSG_RDMA_ARGS, &[0; 72], &mut mixed[c..]).unwrap_or(0);
+    let mut zc = [0u8; 64];
+    let word = 0x1234_5678u32.to_ne_bytes();
+    let e = encode_cmsg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &word, &mut zc).unwrap_or(0);
+    let f = encode_cmsg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &word[..3], &mut zc[e..]).unwrap_or(0);
     first_failure(&[
         a == cmsg_space(4) && b == cmsg_space(8),
         matches!(first, Some(Ok(m)) if m.level == SOL_SOCKET && m.data == [1, 2, 3, 4]),
@@ -120,6 +124,9 @@ extern "C" fn rds_rs_kunit_cmsg() -> c_int {
         scan_send_cmsgs(both, false).is_ok_and(|s| s.rdma_dest == 1),
         scan_send_cmsgs(&mixed[..c + d], false) == Err(CmsgError::Inval),
         scan_send_cmsgs(&[], true) == Err(CmsgError::Inval),
+        scan_send_cmsgs(&zc[..e], true).is_ok_and(|s| s.zcopy_cookie == Some(Ok(0x1234_5678))),
+        scan_send_cmsgs(&zc[..e + f], true)
+            .is_ok_and(|s| s.zcopy_cookie == Some(Err(CmsgError::Inval))),
     ])
 }
 

@@ -24,10 +24,9 @@ use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgHead, Payload, ZcData};
 use crate::proto::{
-    check_send_dest, cmsgs, monitor_mask, mpath_known, parse_send_dest, rdma_bytes,
-    rdma_sg_too_big, scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr,
-    Stat, PROBE_PORT, RDS_CMSG_ZCOPY_COOKIE, RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
-    SOL_RDS,
+    check_send_dest, monitor_mask, mpath_known, parse_send_dest, rdma_bytes, rdma_sg_too_big,
+    scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, PROBE_PORT,
+    RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, Notifier, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, SockData, ZC_MAX};
@@ -107,8 +106,12 @@ pub(crate) fn sendmsg(
         tos: route.tos,
         owner_id: sock.id(),
     };
-    // C: a cookie goes with a zero-copy send of some payload only (`rds_cmsg_zcopy`).
-    let cookie = zcopy_cookie(control)?;
+    // C: a cookie is at least a `u32`, and goes with a zero-copy send of some payload only
+    // (`rds_cmsg_zcopy`).
+    let cookie = cmsgs
+        .zcopy_cookie
+        .transpose()
+        .map_err(|e| errno(e.errno()))?;
     if cookie.is_some() && (!zcopy || len == 0) {
         return Err(EINVAL);
     }
@@ -132,7 +135,7 @@ pub(crate) fn sendmsg(
 
     // The RDMA control messages: pinning, registrations (C: `rds_cmsg_send`).
     let has_rdma = cmsgs.rdma_args + cmsgs.atomics + cmsgs.rdma_dest + cmsgs.rdma_map > 0
-        || cmsgs.zcopy_cookie
+        || cmsgs.zcopy_cookie.is_some()
         || cmsgs.rdma_id > 0;
     if !has_rdma && sndbuf_admits(s.snd_bytes.load(Ordering::Relaxed), sndbuf) {
         // A plain message, room in the send buffer: a lossless connection with nothing ahead
@@ -447,20 +450,6 @@ impl RdsSocket {
         drop(spare);
         Ok(())
     }
-}
-
-/// The cookie of a send's `RDS_CMSG_ZCOPY_COOKIE`, if it has one (the last); `EINVAL` for
-/// one shorter than a `u32` (C: `rds_cmsg_zcopy`).
-fn zcopy_cookie(control: &[u8]) -> Result<Option<u32>> {
-    let mut cookie = None;
-    for c in cmsgs(control) {
-        let c = c.map_err(|_| EINVAL)?;
-        if c.level == SOL_RDS && c.kind == RDS_CMSG_ZCOPY_COOKIE {
-            let b = c.data.first_chunk::<4>().ok_or(EINVAL)?;
-            cookie = Some(u32::from_ne_bytes(*b));
-        }
-    }
-    Ok(cookie)
 }
 
 /// The message of a zero-copy send of `len` bytes (C: `rds_message_zcopy_from_user`): the

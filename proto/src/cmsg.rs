@@ -270,8 +270,13 @@ pub struct SendCmsgs {
     /// [`RDS_CMSG_MASKED_ATOMIC_FADD`] and [`RDS_CMSG_MASKED_ATOMIC_CSWP`]
     /// together.
     pub atomics: usize,
-    /// Whether at least one [`RDS_CMSG_ZCOPY_COOKIE`] was given.
-    pub zcopy_cookie: bool,
+    /// The cookie of the [`RDS_CMSG_ZCOPY_COOKIE`]s given, if any: the last one's first four
+    /// bytes (native byte order), or [`CmsgError::Inval`] if one of them is shorter than that
+    /// (C's `rds_cmsg_zcopy`: `cmsg_len < CMSG_LEN(sizeof(u32))`, for each in walk order; a
+    /// longer one is fine). `rds_rm_size` does not look at the length, so the walk does not
+    /// fail for it: C returns this error later (`rds_cmsg_send`, once the message is built),
+    /// and so does the caller.
+    pub zcopy_cookie: Option<Result<u32, CmsgError>>,
     /// Number of rds-rs's [`RDS_CMSG_RDMA_ID`] (where to write the id of the message's RDMA
     /// or atomic operation).
     pub rdma_id: usize,
@@ -287,7 +292,9 @@ pub struct SendCmsgs {
 ///
 /// The content of the messages is not looked at (C reads
 /// `struct rds_rdma_args` in `rds_rdma_extra_size`, after [`rdma_bytes`]
-/// checked its length).
+/// checked its length), except for the zero-copy cookie, which is read
+/// here rather than in a second walk (C: `rds_cmsg_send`); one too short is
+/// not an error of the walk but noted in [`SendCmsgs::zcopy_cookie`].
 ///
 /// # Errors
 ///
@@ -329,7 +336,12 @@ pub fn scan_send_cmsgs_with<E: From<CmsgError>>(
                 on_args(c.data)?;
                 s.rdma_args = s.rdma_args.saturating_add(1);
             }
-            RDS_CMSG_ZCOPY_COOKIE => s.zcopy_cookie = true,
+            RDS_CMSG_ZCOPY_COOKIE => {
+                // A short one stays an error whatever comes after it (C stops at it).
+                if !matches!(s.zcopy_cookie, Some(Err(_))) {
+                    s.zcopy_cookie = Some(zcopy_cookie(c.data));
+                }
+            }
             RDS_CMSG_RDMA_DEST => s.rdma_dest = s.rdma_dest.saturating_add(1),
             RDS_CMSG_RDMA_MAP => s.rdma_map = s.rdma_map.saturating_add(1),
             RDS_CMSG_ATOMIC_CSWP
@@ -340,11 +352,11 @@ pub fn scan_send_cmsgs_with<E: From<CmsgError>>(
             _ => return Err(CmsgError::Inval.into()),
         }
     }
-    if zerocopy && !s.zcopy_cookie {
+    if zerocopy && s.zcopy_cookie.is_none() {
         return Err(CmsgError::Inval.into());
     }
     // Ensure (DEST, MAP, ZCOPY_COOKIE) are never used with (ARGS, ATOMIC).
-    let group_dest = s.rdma_dest != 0 || s.rdma_map != 0 || s.zcopy_cookie;
+    let group_dest = s.rdma_dest != 0 || s.rdma_map != 0 || s.zcopy_cookie.is_some();
     let group_args = s.rdma_args != 0 || s.atomics != 0;
     if group_dest && group_args {
         return Err(CmsgError::Inval.into());
@@ -353,6 +365,13 @@ pub fn scan_send_cmsgs_with<E: From<CmsgError>>(
         return Err(CmsgError::Inval.into());
     }
     Ok(s)
+}
+
+/// The cookie in the data of an [`RDS_CMSG_ZCOPY_COOKIE`] (C: `rds_cmsg_zcopy`): its first
+/// four bytes; [`CmsgError::Inval`] when it has fewer.
+fn zcopy_cookie(data: &[u8]) -> Result<u32, CmsgError> {
+    let b = data.first_chunk::<4>().ok_or(CmsgError::Inval)?;
+    Ok(u32::from_ne_bytes(*b))
 }
 
 /// Writes a control message (header, `data`, zero padding up to

@@ -906,7 +906,7 @@ macro_rules! stats {
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, C's TCP
 /// transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 5 + 41;
+pub const STAT_COUNT: usize = 36 + 39 + 5 + 42;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1181,6 +1181,10 @@ stats! {
     /// rds-rs: accepted TCP connections dropped because they came from another path's port
     /// (taken before the handshake said the peer numbers its ports by path).
     RsTcpPathMisplaced => "rs_tcp_path_misplaced",
+    /// rds-rs: accepted TCP connections taken on a path before the handshake, closed once it
+    /// said they were another path's: the path's receive sequence state was given back as it
+    /// was before them (see `SavedRx`).
+    RsTcpRxSeqRestored => "rs_tcp_rx_seq_restored",
     /// rds-rs: zero-copy sends refused because the socket had `ZC_MAX` completions unread
     /// or sends in flight.
     RsZcopyFull => "rs_zcopy_full",

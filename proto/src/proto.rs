@@ -143,13 +143,13 @@ pub use rdma::{
     SOCKADDR_STORAGE_LEN, UIO_MAXIOV,
 };
 pub use seq::{
-    sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
+    sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SavedRx, SeqCheck, TxSeq,
     MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };
 pub use stack::SpareStack;
 pub use tcp::{
-    hs_exts, hs_npaths, is_hs_probe, jhash_1word, mpath_known, mpath_of, path_port,
-    path_port_groups, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep, MPATH_MAX,
-    RDS_TCP_PORT,
+    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_known, mpath_of,
+    path_port, path_port_groups, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep,
+    MPATH_MAX, RDS_TCP_PORT,
 };
 pub use zcopy::{ZcRing, ZCOOKIES_LEN, ZCOOKIES_MAX};

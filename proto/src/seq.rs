@@ -110,6 +110,32 @@ impl RxSeq {
     }
 }
 
+/// A path's receive state put aside ([`RxSeq::save`]) while the path holds a connection that
+/// may turn out to be another path's, to be given back ([`RxSeq::restore`]) if it does.
+///
+/// RDS over TCP with several paths: before the handshake an acceptor cannot tell which of the
+/// peer's paths an accepted connection is, and puts it on path 0 (or the path its port names).
+/// The messages it brings carry that path's sequence numbers, which [`RxSeq::check`] makes
+/// the path's `next`; once the handshake tells the connection was another path's, and it is
+/// dropped, the path expects again what it did before, so that its own peer path's
+/// retransmissions are not taken for old ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct SavedRx(RxSeq);
+
+impl RxSeq {
+    /// The state now, to give back with [`RxSeq::restore`].
+    pub fn save(&self) -> SavedRx {
+        SavedRx(*self)
+    }
+
+    /// Gives back the state [`RxSeq::save`] put aside: what was received since then was
+    /// another path's.
+    pub fn restore(&mut self, saved: SavedRx) {
+        *self = saved.0;
+    }
+}
+
 /// Transmit-side sequence numbers of one connection path (C
 /// `cp_next_tx_seq`, 1 when the path is created).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -261,6 +261,33 @@ pub fn mpath_known(port: u16, seed: u32, npaths: u32) -> Option<u32> {
     (npaths != 0 || p == 0).then_some(p)
 }
 
+/// The path of a connection with `npaths` paths (0 before the handshake) that a TCP connection
+/// accepted from the peer's port `fport` is for, when the acceptor can tell: path 0 of a
+/// connection with one path; for a peer that numbers its client ports by path (`sport_idx`,
+/// from the handshake; see [`path_port`]), the port modulo [`MPATH_MAX`] (taken modulo
+/// `npaths` too, should a peer name a path it does not have). `None` before the handshake,
+/// and for a peer with several paths that does not say (C 6.12: the first free path takes
+/// it).
+#[must_use]
+pub fn accepted_path(npaths: u32, sport_idx: bool, fport: u16) -> Option<u32> {
+    match npaths {
+        0 => None,
+        1 => Some(0),
+        // Modulo `MPATH_MAX` first: the port modulo a count that does not divide 8 (3, 5, 6,
+        // 7) is not the path.
+        n if sport_idx => (u32::from(fport) % MPATH_MAX).checked_rem(n),
+        _ => None,
+    }
+}
+
+/// Whether a TCP connection accepted from the peer's port `fport` and put on `path` is another
+/// path's, as far as the acceptor can tell now ([`accepted_path`]): one it took before the
+/// handshake, when it could not tell.
+#[must_use]
+pub fn misplaced(npaths: u32, sport_idx: bool, fport: u16, path: u32) -> bool {
+    accepted_path(npaths, sport_idx, fport).is_some_and(|p| p != path)
+}
+
 /// Whether a message from `sport` to `dport` is a multipath handshake: the probe ping
 /// (from `RDS_FLAG_PROBE_PORT`, 1, to port 0) or its pong (from port 0 to port 1)
 /// (C: `RDS_HS_PROBE`).

@@ -319,13 +319,18 @@ fn scan_counts_each_kind() {
         msg(SOL_RDS, RDS_CMSG_RDMA_DEST, &[0; 8]),
         msg(SOL_RDS, RDS_CMSG_RDMA_MAP, &[0; 32]),
         msg(SOL_RDS, RDS_CMSG_RDMA_MAP, &[0; 32]),
-        msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[0; 4]),
-        msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[0; 4]),
+        msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &7u32.to_ne_bytes()),
+        msg(
+            SOL_RDS,
+            RDS_CMSG_ZCOPY_COOKIE,
+            &0x1234_5678u32.to_ne_bytes(),
+        ),
     ]);
+    // The last cookie counts (C's rds_cmsg_zcopy writes each in turn).
     let want = SendCmsgs {
         rdma_dest: 1,
         rdma_map: 2,
-        zcopy_cookie: true,
+        zcopy_cookie: Some(Ok(0x1234_5678)),
         ..SendCmsgs::default()
     };
     assert_eq!(scan_send_cmsgs(&buf, false), Ok(want));
@@ -388,14 +393,58 @@ fn scan_zerocopy_needs_a_cookie() {
     // A cookie at another level does not count.
     let buf = msg(SOL_SOCKET, RDS_CMSG_ZCOPY_COOKIE, &[0; 4]);
     assert_eq!(scan_send_cmsgs(&buf, true), Err(Inval));
-    // rds_rm_size does not check the cookie's length (rds_cmsg_zcopy does).
-    let buf = msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[]);
+    // rds_rm_size does not check the cookie's length (rds_cmsg_zcopy does, later): the walk
+    // succeeds and the cookie is the error the caller returns.
+    for short in 0..4 {
+        let buf = msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[0xab; 3][..short]);
+        assert_eq!(
+            scan_send_cmsgs(&buf, true),
+            Ok(SendCmsgs {
+                zcopy_cookie: Some(Err(Inval)),
+                ..SendCmsgs::default()
+            }),
+            "{short} bytes"
+        );
+    }
+}
+
+#[test]
+fn scan_reads_the_cookie() {
+    let cookie = |data: &[u8]| {
+        scan_send_cmsgs(&msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, data), true).map(|s| s.zcopy_cookie)
+    };
+    // Its first four bytes in native order; more are ignored (C reads a u32 at CMSG_DATA).
     assert_eq!(
-        scan_send_cmsgs(&buf, true),
-        Ok(SendCmsgs {
-            zcopy_cookie: true,
-            ..SendCmsgs::default()
-        })
+        cookie(&[1, 2, 3, 4]),
+        Ok(Some(Ok(u32::from_ne_bytes([1, 2, 3, 4]))))
+    );
+    assert_eq!(
+        cookie(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
+        Ok(Some(Ok(u32::from_ne_bytes([1, 2, 3, 4]))))
+    );
+    assert_eq!(cookie(&[1, 2, 3]), Ok(Some(Err(Inval))));
+    // Several: the last one's value, but a short one anywhere is the error (C stops at it).
+    let ok = msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &9u32.to_ne_bytes());
+    let short = msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[1, 2]);
+    for (buf, want) in [
+        (cat(&[ok.clone(), short.clone()]), Err(Inval)),
+        (cat(&[short.clone(), ok.clone()]), Err(Inval)),
+        (cat(&[short, ok.clone(), ok.clone()]), Err(Inval)),
+        (
+            cat(&[msg(SOL_RDS, RDS_CMSG_ZCOPY_COOKIE, &[0; 4]), ok]),
+            Ok(9),
+        ),
+    ] {
+        assert_eq!(
+            scan_send_cmsgs(&buf, false).map(|s| s.zcopy_cookie),
+            Ok(Some(want))
+        );
+    }
+    // At another level it is not a cookie.
+    let buf = msg(SOL_SOCKET, RDS_CMSG_ZCOPY_COOKIE, &[1, 2, 3, 4]);
+    assert_eq!(
+        scan_send_cmsgs(&buf, false).map(|s| s.zcopy_cookie),
+        Ok(None)
     );
 }
 
@@ -549,10 +598,7 @@ fn rm_size_model(buf: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
                 s.rdma_args += 1;
                 groups |= 1;
             }
-            12 => {
-                s.zcopy_cookie = true;
-                groups |= 2;
-            }
+            12 => groups |= 2,
             2 => {
                 s.rdma_dest += 1;
                 groups |= 2;
@@ -569,7 +615,21 @@ fn rm_size_model(buf: &[u8], zerocopy: bool) -> Result<SendCmsgs, CmsgError> {
             _ => return Err(Inval),
         }
     }
-    if zerocopy && !s.zcopy_cookie {
+    // rds_cmsg_send's walk, for the cookies only (rds_cmsg_zcopy): each in turn, stopping at
+    // the first shorter than CMSG_LEN(sizeof(u32)).
+    for (level, kind, start, end) in c_model(buf).into_iter().flatten() {
+        if level != SOL_RDS || kind != 12 {
+            continue;
+        }
+        if end - start < 4 {
+            s.zcopy_cookie = Some(Err(Inval));
+            break;
+        }
+        s.zcopy_cookie = Some(Ok(u32::from_ne_bytes(
+            buf[start..start + 4].try_into().unwrap(),
+        )));
+    }
+    if zerocopy && s.zcopy_cookie.is_none() {
         return Err(Inval);
     }
     if groups == 3 {
@@ -592,7 +652,12 @@ fn any_send_control() -> impl Strategy<Value = Vec<u8>> {
         )
             .prop_map(|(level, kind, bytes, extra)| {
                 let mut data = rdma_args(bytes);
-                data.truncate(RDMA_ARGS_LEN - 1 + extra);
+                if kind == RDS_CMSG_ZCOPY_COOKIE {
+                    // A cookie of 0 to 7 bytes: short ones, and values that differ.
+                    data = bytes.to_ne_bytes()[..extra].to_vec();
+                } else {
+                    data.truncate(RDMA_ARGS_LEN - 1 + extra);
+                }
                 msg(level, kind, &data)
             }),
         0..5,

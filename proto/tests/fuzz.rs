@@ -604,6 +604,10 @@ fn send_part() -> impl Strategy<Value = Vec<u8>> {
             (RDS_CMSG_MASKED_ATOMIC_FADD, ATOMIC_ARGS_LEN),
             (RDS_CMSG_MASKED_ATOMIC_CSWP, ATOMIC_ARGS_LEN),
             (RDS_CMSG_ZCOPY_COOKIE, 4),
+            (RDS_CMSG_ZCOPY_COOKIE, 4),
+            (RDS_CMSG_ZCOPY_COOKIE, 8),
+            (RDS_CMSG_ZCOPY_COOKIE, 3),
+            (RDS_CMSG_ZCOPY_COOKIE, 0),
             (RDS_CMSG_RDMA_ID, 8),
         ]),
         edgy_u64(),
@@ -724,7 +728,9 @@ fn scan_model(
                 }
                 s.rdma_args += 1;
             }
-            RDS_CMSG_ZCOPY_COOKIE => s.zcopy_cookie = true,
+            // C reads the cookies in a second walk (rds_cmsg_send -> rds_cmsg_zcopy), each
+            // in turn, stopping at one shorter than a u32; below.
+            RDS_CMSG_ZCOPY_COOKIE => {}
             RDS_CMSG_RDMA_DEST => s.rdma_dest += 1,
             RDS_CMSG_RDMA_MAP => s.rdma_map += 1,
             RDS_CMSG_ATOMIC_FADD
@@ -735,9 +741,21 @@ fn scan_model(
             _ => return (Err(ScanErr::Cmsg(CmsgError::Inval)), calls),
         }
     }
-    let dest = s.rdma_dest + s.rdma_map > 0 || s.zcopy_cookie;
+    for c in items.iter().filter_map(|(_, c)| c.as_ref().ok()) {
+        if c.level != SOL_RDS || c.kind != RDS_CMSG_ZCOPY_COOKIE {
+            continue;
+        }
+        match c.data.get(..4) {
+            Some(b) => s.zcopy_cookie = Some(Ok(u32::from_ne_bytes(b.try_into().unwrap()))),
+            None => {
+                s.zcopy_cookie = Some(Err(CmsgError::Inval));
+                break;
+            }
+        }
+    }
+    let dest = s.rdma_dest + s.rdma_map > 0 || s.zcopy_cookie.is_some();
     let args = s.rdma_args + s.atomics > 0;
-    let zerocopy_ok = !zerocopy || s.zcopy_cookie;
+    let zerocopy_ok = !zerocopy || s.zcopy_cookie.is_some();
     let groups_ok = !(dest && args);
     let id_ok = s.rdma_id <= 1 && (s.rdma_id == 0 || args);
     if zerocopy_ok && groups_ok && id_ok {
@@ -1061,10 +1079,10 @@ proptest! {
         let (model_plain, _) = scan_model(&items, &buf, zerocopy, None);
         prop_assert_eq!(plain.map_err(ScanErr::Cmsg), model_plain);
         if let Ok(s) = plain {
-            let dest = s.rdma_dest > 0 || s.rdma_map > 0 || s.zcopy_cookie;
+            let dest = s.rdma_dest > 0 || s.rdma_map > 0 || s.zcopy_cookie.is_some();
             let args = s.rdma_args > 0 || s.atomics > 0;
             prop_assert!(!(dest && args));
-            prop_assert!(!zerocopy || s.zcopy_cookie);
+            prop_assert!(!zerocopy || s.zcopy_cookie.is_some());
             prop_assert!(s.rdma_id <= 1 && (s.rdma_id == 0 || args));
         }
         if let Err(e) = plain {

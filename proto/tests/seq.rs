@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
+    misplaced, sndbuf_ack_required, sndbuf_admits, AckPacer, Replays, RxSeq, SeqCheck, TxSeq,
     MAX_UNACKED_BYTES, MAX_UNACKED_PACKETS,
 };
 
@@ -85,6 +85,40 @@ fn rx_new_incarnation_starts_over() {
 }
 
 // --- TxSeq -------------------------------------------------------------------
+
+/// RDS/TCP multipath, an acceptor that restarted (or reaped the connection): the peer's path 3
+/// connects before its path 0, and the acceptor, before the handshake, puts it on path 0. What
+/// it brings is numbered by path 3; once the handshake shows it was path 3's and it is closed,
+/// path 0 expects again what it did before, and takes the retransmissions of its own peer path.
+#[test]
+fn rx_given_back_after_a_misplaced_connection() {
+    let mut path0 = RxSeq::new();
+    assert_eq!(path0.check(4, false), SeqCheck::Accept);
+    let saved = path0.save();
+    // The peer's path 3: a retransmission and a new message, far ahead of path 0's numbers.
+    assert_eq!(path0.check(40, true), SeqCheck::Accept);
+    assert_eq!(path0.check(41, false), SeqCheck::Accept);
+    assert_eq!(path0.next, 42);
+    // Kept so, path 0's own retransmissions would be dropped as old.
+    let mut kept = path0;
+    assert_eq!(kept.check(5, true), SeqCheck::OldRetransmission);
+    // The handshake: 8 paths, ports numbered by path; path 3's port on path 0.
+    let fport = 32768 + 3;
+    assert!(misplaced(8, true, fport, 0));
+    path0.restore(saved);
+    assert_eq!(
+        path0,
+        RxSeq {
+            next: 5,
+            ..RxSeq::new()
+        }
+    );
+    for seq in 5..8 {
+        assert_eq!(path0.check(seq, true), SeqCheck::Accept);
+    }
+    // What path 0 had received before still goes as old.
+    assert_eq!(path0.check(4, true), SeqCheck::OldRetransmission);
+}
 
 #[test]
 fn tx_starts_at_one() {
@@ -170,6 +204,26 @@ fn sndbuf_rule() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    // Whatever a misplaced connection delivered, the state given back is the one saved, and
+    // the path's own peer's retransmissions from there on are taken.
+    #[test]
+    fn rx_restore_undoes_any_checks(next in any::<u64>(), per_incarnation in any::<bool>(),
+                                    other in prop::collection::vec((any::<u64>(), any::<bool>()), 0..20),
+                                    n in 1u64..20) {
+        let mut rx = if per_incarnation { RxSeq::per_incarnation() } else { RxSeq::new() };
+        rx.next = next;
+        let before = rx;
+        let saved = rx.save();
+        for (seq, re) in other {
+            rx.check(seq, re);
+        }
+        rx.restore(saved);
+        prop_assert_eq!(rx, before);
+        for seq in next..next.saturating_add(n) {
+            prop_assert_eq!(rx.check(seq, true), SeqCheck::Accept);
+        }
+    }
 
     #[test]
     fn rx_matches_c(next in any::<u64>(), seq in any::<u64>(), re in any::<bool>()) {

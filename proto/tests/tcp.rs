@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    hs_exts, hs_npaths, is_hs_probe, jhash_1word, mpath_known, mpath_of, path_port,
-    path_port_groups, tcp_acked, tcp_connects, Addr, Ext, Header, StreamError, StreamRx,
+    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_known, mpath_of,
+    path_port, path_port_groups, tcp_acked, tcp_connects, Addr, Ext, Header, StreamError, StreamRx,
     StreamStep, HEADER_LEN, MPATH_MAX, PROBE_PORT,
 };
 
@@ -265,6 +265,44 @@ fn client_ports_carry_the_path() {
     assert_eq!(path_port(1001, 1007, 0, 0), None);
     assert_eq!(path_port_groups(65530, 65535), 0);
     assert_eq!(path_port(65528, 65535, 0, 7), Some(65535));
+}
+
+#[test]
+fn accepted_connections_find_their_path() {
+    let (lo, hi) = (32768u16, 60999u16);
+    for path in 0..8 {
+        let port = path_port(lo, hi, 5, path).unwrap();
+        // Before the handshake nobody can tell: nothing is misplaced yet.
+        assert_eq!(accepted_path(0, true, port), None);
+        assert!(!misplaced(0, true, port, 0));
+        // One path: path 0, whatever the port.
+        assert_eq!(accepted_path(1, true, port), Some(0));
+        assert_eq!(accepted_path(1, false, port), Some(0));
+        assert!(!misplaced(1, false, port, 0));
+        // A peer that numbers its ports by path: the path its port names; a connection of
+        // path 3 taken on path 0 before the handshake is misplaced there, and only there.
+        for n in (path + 1)..=8 {
+            assert_eq!(accepted_path(n, true, port), Some(path));
+            for on in 0..n {
+                assert_eq!(misplaced(n, true, port, on), on != path);
+            }
+        }
+        // A peer that does not say (C 6.12): the first free path takes it; never misplaced.
+        for n in 2..=8 {
+            assert_eq!(accepted_path(n, false, port), None);
+            assert!((0..n).all(|on| !misplaced(n, false, port, on)));
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn misplaced_is_another_known_path(n in 0u32..=8, sport_idx in any::<bool>(),
+                                       fport in any::<u16>(), on in 0u32..8) {
+        let p = accepted_path(n, sport_idx, fport);
+        prop_assert!(p.is_none_or(|p| p < n));
+        prop_assert_eq!(misplaced(n, sport_idx, fport, on), p.is_some_and(|p| p != on));
+    }
 }
 
 #[test]

@@ -31,7 +31,8 @@ use crate::bindings::tcp::{self as btcp, Attached, CbSock, TcpEvents, TcpSocket,
 use crate::conn::{Conn, ConnKey};
 use crate::message::Message;
 use crate::proto::{
-    path_port, path_port_groups, tcp_acked, tcp_connects, Addr, Stat, TcpSockInfo, RDS_TCP_PORT,
+    accepted_path, misplaced, path_port, path_port_groups, tcp_acked, tcp_connects, Addr, SavedRx,
+    Stat, TcpSockInfo, RDS_TCP_PORT,
 };
 use crate::stats;
 use crate::transport::{ConnTransport, XmitError, XmitProgress};
@@ -211,21 +212,18 @@ fn place(base: &Arc<Conn>, mut sock: TcpSocket, ctx: &ProcessCtx) -> Option<TcpS
 /// connected before this end learnt the count waits), or for a peer with several paths that
 /// does not say (the first free one takes it, as C 6.12 does).
 fn path_of(base: &Conn, sock: &TcpSocket) -> Option<u8> {
-    match base.npaths() {
-        0 => None,
-        1 => Some(0),
-        n if base.peer_sport_idx() => u8::try_from(u32::from(sock.names().fport) % n).ok(),
-        _ => None,
-    }
+    let fport = sock.names().fport;
+    accepted_path(base.npaths(), base.peer_sport_idx(), fport).and_then(|i| u8::try_from(i).ok())
 }
 
 /// Drops the paths whose accepted socket came from a port of another path, once the handshake
 /// said the peer numbers its ports by path (see [`path_of`]): accepted before that, they would
 /// pair this end's sequence numbers with another path's of the peer's. The peer connects them
-/// again, to the right path.
+/// again, to the right path; what such a socket delivered is taken back from the path's
+/// receive state when it is closed ([`Link::saved_rx`]).
 pub(super) fn unplace(base: &Arc<Conn>, ctx: &ProcessCtx) {
-    let n = base.npaths();
-    if n < 2 || !base.peer_sport_idx() {
+    let (n, sport_idx) = (base.npaths(), base.peer_sport_idx());
+    if n < 2 || !sport_idx {
         return;
     }
     for i in 0..n {
@@ -236,10 +234,11 @@ pub(super) fn unplace(base: &Arc<Conn>, ctx: &ProcessCtx) {
         let Some(tc) = c.tstate::<TcpConn>() else {
             break;
         };
-        let misplaced = tc.state.lock().as_ref().is_some_and(|cur| {
-            cur.link.role == Role::Accepted && u32::from(cur.sock.names().fport) % n != u32::from(i)
+        let wrong = tc.state.lock().as_ref().is_some_and(|cur| {
+            let fport = cur.sock.names().fport;
+            cur.link.role == Role::Accepted && misplaced(n, sport_idx, fport, u32::from(i))
         });
-        if misplaced {
+        if wrong {
             stats::inc(Stat::RsTcpPathMisplaced);
             c.drop_connection();
         }
@@ -415,7 +414,11 @@ impl TcpConn {
         }
         // A nudge still there goes when the accepted socket takes its place (`install`).
         drop(st);
-        let link = match Link::new(conn.clone(), Role::Accepted) {
+        // Before the handshake the socket may be another path's of the peer's: what this path
+        // expects next is kept, for `close` to give back if it turns out so. Nothing arrives
+        // on the path before the socket is attached (it was down, its last socket read out).
+        let saved_rx = (conn.npaths() == 0).then(|| conn.save_rx());
+        let link = match Link::new(conn.clone(), Role::Accepted, saved_rx) {
             Ok(l) => l,
             Err(_) => {
                 sock.reset(ctx);
@@ -466,6 +469,8 @@ impl Current {
     /// is refused rather than acknowledged.
     fn close(self, ctx: &ProcessCtx) {
         let link = self.link;
+        // The peer's port, for a socket whose path may turn out to be another (see below).
+        let fport = link.saved_rx.map(|_| self.sock.names().fport);
         link.retired.store(true, Ordering::Release);
         let sock = self.sock.detach(ctx);
         if link.role == Role::Nudge {
@@ -489,6 +494,16 @@ impl Current {
         // namespace with RDS/TCP connections from ever going).
         sock.reset(ctx);
         link.rx.lock().reset();
+        // Everything the socket delivered is in: if it was taken before the handshake and the
+        // handshake says it was another path's (`unplace`), the path's sequence numbers went
+        // by that path's, and its own retransmissions would be dropped as old.
+        let c = &link.conn;
+        if let (Some(saved), Some(fport)) = (link.saved_rx, fport) {
+            if misplaced(c.npaths(), c.peer_sport_idx(), fport, u32::from(c.key.path)) {
+                stats::inc(Stat::RsTcpRxSeqRestored);
+                c.restore_rx(saved);
+            }
+        }
     }
 }
 
@@ -507,7 +522,7 @@ impl ConnTransport for TcpConn {
         } else {
             sock.bind(&laddr.0, 0, 0, ctx)?;
         }
-        let link = Link::new(conn.clone(), role)?;
+        let link = Link::new(conn.clone(), role, None)?;
         let handler: Arc<dyn TcpEvents> = link.clone();
         let a = sock.connect(&faddr.0, RDS_TCP_PORT, 0, handler, ctx)?;
         if !self.install(conn, Current::new(a, link), ctx) {
@@ -599,6 +614,9 @@ pub(crate) struct Link {
     /// The receive side.
     #[pin]
     pub(super) rx: SpinLockBh<RxState>,
+    /// For an accepted socket taken before the handshake: the path's receive state before it,
+    /// given back when it is closed if it turns out to be another path's ([`unplace`]).
+    saved_rx: Option<SavedRx>,
     #[pin]
     recv_work: Work<Link, 0>,
 }
@@ -606,7 +624,7 @@ pub(crate) struct Link {
 impl_work_item!(Link, 0, recv_work, Link::recv_worker);
 
 impl Link {
-    fn new(conn: Arc<Conn>, role: Role) -> Result<Arc<Self>> {
+    fn new(conn: Arc<Conn>, role: Role, saved_rx: Option<SavedRx>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 conn,
@@ -618,6 +636,7 @@ impl Link {
                 last_expected_una: AtomicU32::new(0),
                 last_seen_una: AtomicU32::new(0),
                 rx <- new_spinlock_bh!(RxState::new(), "Link::rx"),
+                saved_rx,
                 recv_work <- new_process_work!("Link::recv_work"),
             }),
             GFP_KERNEL_ACCOUNT,

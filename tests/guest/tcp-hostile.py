@@ -2,7 +2,7 @@
 """Hostile peers against rds_rs's TCP transport, from a raw TCP socket.
 
 Two namespaces joined by a veth pair (made by the caller): net0 with 10.0.0.1 and
-10.0.0.11-16, net1 with 10.0.0.2 and 10.0.0.21-26 (all /24), where rds_rs listens on 16385.
+10.0.0.11-17, net1 with 10.0.0.2 and 10.0.0.21-27 (all /24), where rds_rs listens on 16385.
 Case i runs between 10.0.0.(11+i) and 10.0.0.(21+i), an RDS connection of its own: a raw TCP
 client in net0 (the smaller address, so the listener takes its connection as that RDS
 connection) sends what no RDS peer would, and each case checks the outcome:
@@ -18,7 +18,12 @@ connection) sends what no RDS peer would, and each case checks the outcome:
   names (the peer numbers its ports by path), drops that path and waits for it to go down;
   then either the garbage is read there and dropped (rs_tcp_bad_stream) or the real client's
   reconnect comes first and the garbage is reset after about 5 s (tcp_connect_raced); either
-  way it is closed, counted once, and all 8 paths come back.
+  way it is closed, counted once, and all 8 paths come back;
+- a peer's path 3 connecting before its path 0, to a new connection (as after a restart):
+  rds_rs puts it on path 0, takes its message numbered 100, and once the handshake (8 paths,
+  ports numbered by path) says it is path 3's drops it (rs_tcp_path_misplaced) and gives
+  path 0 back what it expected before (rs_tcp_rx_seq_restored); the real path 0 then
+  connects and its retransmission numbered 50 is delivered, not dropped as old.
 
 After every case a real RDS exchange between the two namespaces (AF_RDS sockets, both ways)
 must still work: the connection the hostile peer took is made again. Output: TAP lines.
@@ -63,11 +68,16 @@ def counter(name):
     return None
 
 
-def header(seq, length, sport=4000, dport=4001):
+def header(seq, length, sport=4000, dport=4001, flags=0, exthdr=b""):
     # struct rds_header: sequence, ack (be64), len (be32), sport, dport (be16), flags,
     # credit (u8), padding[4], csum (be16), exthdr[16].
-    return struct.pack(">QQIHHBB4sH16s", seq, 0, length, sport, dport, 0, 0, b"\0" * 4, 0,
-                       b"\0" * 16)
+    return struct.pack(">QQIHHBB4sH16s", seq, 0, length, sport, dport, flags, 0, b"\0" * 4, 0,
+                       exthdr.ljust(16, b"\0"))
+
+
+RDS_FLAG_RETRANSMITTED = 0x04
+# RDS_EXTHDR_NPATHS (5) with 8 paths (be16), then RDS_EXTHDR_SPORT_IDX (8) (one byte).
+HANDSHAKE_EXTS = bytes([5, 0, 8, 8, 0])
 
 
 def tcp_paths(a, b):
@@ -80,10 +90,20 @@ def tcp_paths(a, b):
     return n
 
 
-def raw_peer(a, b):
-    """A TCP socket of net0's address `a` connected to rds_rs's listener on net1's `b`."""
+def raw_peer(a, b, path=None):
+    """A TCP socket of net0's address `a` connected to rds_rs's listener on net1's `b`; from a
+    port whose value mod 8 is `path` (as rds_rs's and later C's clients number them), if
+    given."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((a, 0))
+    if path is None:
+        s.bind((a, 0))
+    else:
+        for port in range(40000 + path, 60000, 8):
+            try:
+                s.bind((a, port))
+                break
+            except OSError:
+                continue
     s.settimeout(10)
     s.connect((b, PORT))
     return s
@@ -103,28 +123,31 @@ def closed_by_peer(s, within):
         return False
 
 
+def rds_socket(ns, addr, port=7000):
+    """An RDS socket of namespace `ns` bound to `addr`:`port`, made by a child process there
+    (as the kernel's selftest does)."""
+    u0, u1 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            in_ns(ns)
+            s = socket.socket(socket.AF_RDS, socket.SOCK_SEQPACKET)
+            socket.send_fds(u0, [b"s"], [s.fileno()])
+        finally:
+            os._exit(0)
+    _, fds, _, _ = socket.recv_fds(u1, 1, 1)
+    os.waitpid(pid, 0)
+    s = socket.fromfd(fds[0], socket.AF_RDS, socket.SOCK_SEQPACKET)
+    os.close(fds[0])
+    s.bind((addr, port))
+    s.settimeout(1)
+    return s
+
+
 def rds_exchange(tag, a, b):
     """One message each way between RDS sockets of the two namespaces (each bound in its own
     namespace), the sender retrying while the connection is made again."""
-    socks = []
-    # Sockets made in the namespaces by child processes (as the kernel's selftest does).
-    for ns, addr in (("net0", a), ("net1", b)):
-        u0, u1 = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                in_ns(ns)
-                s = socket.socket(socket.AF_RDS, socket.SOCK_SEQPACKET)
-                socket.send_fds(u0, [b"s"], [s.fileno()])
-            finally:
-                os._exit(0)
-        _, fds, _, _ = socket.recv_fds(u1, 1, 1)
-        os.waitpid(pid, 0)
-        s = socket.fromfd(fds[0], socket.AF_RDS, socket.SOCK_SEQPACKET)
-        os.close(fds[0])
-        s.bind((addr, 7000))
-        s.settimeout(1)
-        socks.append(s)
+    socks = [rds_socket("net0", a), rds_socket("net1", b)]
     ok = True
     for src, dst, daddr in ((socks[0], socks[1], b), (socks[1], socks[0], a)):
         msg = f"{tag} to {daddr}".encode()
@@ -155,7 +178,7 @@ def tap(ok, name, detail):
 
 
 def main():
-    pairs = iter(range(6))
+    pairs = iter(range(7))
 
     def case(name, fn):
         i = next(pairs)
@@ -242,9 +265,48 @@ def main():
                     f"{before[0]}->{after[0]} rs_tcp_bad_stream {before[1]}->{after[1]} "
                     f"paths after={kept}")
 
+    def misplaced_path(a, b):
+        names = ("rs_tcp_path_misplaced", "rs_tcp_rx_seq_restored", "recv_drop_old_seq")
+        before = [counter(n) for n in names]
+        rx = rds_socket("net1", b, 7000)
+        # The peer's path 3 first: path 0 takes it (the count is not known) and expects 101.
+        s3 = raw_peer(a, b, path=3)
+        s3.sendall(header(100, 0, dport=7999))
+        # What rds_rs sends on it (its probe, its congestion map) acknowledged by TCP and so
+        # settled: with nothing left to send, it does not nudge net0 to connect back.
+        time.sleep(0.5)
+        # The handshake on it, as the pong of rds_rs's probe (nothing to answer): rds_rs learns
+        # 8 paths, ports numbered by path, and drops it.
+        s3.sendall(header(101, 0, sport=0, dport=1, exthdr=HANDSHAKE_EXTS))
+        dropped = closed_by_peer(s3, 10)
+        s3.close()
+        # The real path 0, retransmitting a message numbered below 101 that rds_rs never had.
+        s0 = raw_peer(a, b, path=0)
+        data = b"path 0 retransmitted"
+        s0.sendall(header(50, len(data), dport=7000, flags=RDS_FLAG_RETRANSMITTED) + data)
+        got = None
+        t0 = time.time()
+        while got is None and time.time() - t0 < 5:
+            try:
+                d, _ = rx.recvfrom(1024)
+                got = d == data
+            except socket.timeout:
+                pass
+        s0.close()
+        rx.close()
+        after = [counter(n) for n in names]
+        # Without the restore the retransmission is dropped as old (recv_drop_old_seq, which
+        # other connections may move too: reported, not checked).
+        moved = None not in before and None not in after and [
+            y - x for x, y in zip(before, after)][:2] == [1, 1]
+        ok = dropped and bool(got) and moved
+        return ok, (f"path3_dropped={dropped} delivered={bool(got)} " + " ".join(
+            f"{n} {x}->{y}" for n, x, y in zip(names, before, after)))
+
     for name, fn in (("h_len_over_1mib", too_long), ("garbage", garbage),
                      ("truncated_header", truncated), ("announce_1mib_then_silence", announce_and_stop),
-                     ("silent", silent), ("all_paths_up", all_paths_up)):
+                     ("silent", silent), ("all_paths_up", all_paths_up),
+                     ("misplaced_path", misplaced_path)):
         case(name, fn)
 
 
