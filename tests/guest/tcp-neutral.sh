@@ -7,11 +7,14 @@
 # by a veth pair; RDS_TESTS_TCP=rtn1 tells the suite so (tests/src/util.rs,
 # `tcp_peer_netns`), and its sockets ask for TCP. Fresh namespaces for every suite: the info
 # suite lists what its namespaces hold, and a namespace deleted takes its connections with it.
-#   tcp-neutral.sh OUT KDIR MODULE TESTS-BIN IMPL
-# IMPL is c or rs. Results: SUITE-tcp.IMPL.tap, which the judge pairs across the two
+#   tcp-neutral.sh OUT KDIR MODULE TESTS-BIN [IMPL]
+# IMPL is c or rs, the one loaded. Without it (`scripts/quick.sh guest tcp-neutral`) the
+# script loads rds_rs, runs, unloads, then does the same with C, and reports leaks and the
+# kernel log itself. Results: SUITE-tcp.IMPL.tap, which the judge pairs across the two
 # implementations as it pairs the loopback runs' SUITE.c.tap and SUITE.rs.tap.
 set -u
-OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 IMPL=$5
+OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 IMPL=${5:-}
+SELF=$(readlink -f "$0")
 . "$(dirname "$0")/common.sh"
 cd "$OUT" || exit 1
 
@@ -35,6 +38,26 @@ addr add fd03::2/64 dev rtv1 nodad
 EOF
 }
 neutral_ns_del() { ip netns del rtn0 2>/dev/null; ip netns del rtn1 2>/dev/null; }
+
+if [ -z "$IMPL" ]; then
+  kmemleak_clear
+  if load_rs; then
+    bash "$SELF" "$OUT" "$KDIR" "$MODULE" "$TESTS" rs
+    unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
+  else
+    tap harness.tap not load_rs failed "insmod failed"
+  fi
+  kunit_expected
+  if load_c; then
+    bash "$SELF" "$OUT" "$KDIR" "$MODULE" "$TESTS" c
+    unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
+  else
+    tap harness.tap not load_c failed "insmod of the C modules failed"
+  fi
+  kmemleak_report
+  collect_dmesg
+  exit 0
+fi
 
 # cong: over TCP C congests too (its loopback never does), so both expect `congests`.
 for spec in sendrecv cmsg "cong congests" ping info; do
