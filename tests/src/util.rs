@@ -101,61 +101,40 @@ pub(crate) const TCP_NEAR6: Ipv6Addr = Ipv6Addr::new(0xfd03, 0, 0, 0, 0, 0, 0, 1
 /// The far end's IPv6 address over TCP.
 pub(crate) const TCP_FAR6: Ipv6Addr = Ipv6Addr::new(0xfd03, 0, 0, 0, 0, 0, 0, 2);
 
+/// `tcp` over TCP ([`over_tcp`]), `lo` over loopback.
+fn by_mode<T>(tcp: T, lo: T) -> T {
+    if over_tcp() {
+        tcp
+    } else {
+        lo
+    }
+}
+
 /// The sender's side of an exchange: 127.0.0.1, or [`TCP_NEAR4`] over TCP.
 pub(crate) fn near4(port: u16) -> SocketAddr {
-    v4(
-        if over_tcp() {
-            TCP_NEAR4
-        } else {
-            [127, 0, 0, 1]
-        },
-        port,
-    )
+    v4(by_mode(TCP_NEAR4, [127, 0, 0, 1]), port)
 }
 
 /// The receiver's side of an exchange: 127.0.0.1 too, or [`TCP_FAR4`] over TCP.
 pub(crate) fn far4(port: u16) -> SocketAddr {
-    v4(if over_tcp() { TCP_FAR4 } else { [127, 0, 0, 1] }, port)
+    v4(by_mode(TCP_FAR4, [127, 0, 0, 1]), port)
 }
 
 /// A second address of the receiver's side: 127.0.0.2, or [`TCP_FAR4B`] over TCP.
 pub(crate) fn far4b(port: u16) -> SocketAddr {
-    v4(
-        if over_tcp() {
-            TCP_FAR4B
-        } else {
-            [127, 0, 0, 2]
-        },
-        port,
-    )
+    v4(by_mode(TCP_FAR4B, [127, 0, 0, 2]), port)
 }
 
 /// The sender's side over IPv6: ::1, or [`TCP_NEAR6`] over TCP.
 pub(crate) fn near6(port: u16) -> SocketAddr {
-    SocketAddr::V6(SocketAddrV6::new(
-        if over_tcp() {
-            TCP_NEAR6
-        } else {
-            Ipv6Addr::LOCALHOST
-        },
-        port,
-        0,
-        0,
-    ))
+    let ip = by_mode(TCP_NEAR6, Ipv6Addr::LOCALHOST);
+    SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0))
 }
 
 /// The receiver's side over IPv6: ::1, or [`TCP_FAR6`] over TCP.
 pub(crate) fn far6(port: u16) -> SocketAddr {
-    SocketAddr::V6(SocketAddrV6::new(
-        if over_tcp() {
-            TCP_FAR6
-        } else {
-            Ipv6Addr::LOCALHOST
-        },
-        port,
-        0,
-        0,
-    ))
+    let ip = by_mode(TCP_FAR6, Ipv6Addr::LOCALHOST);
+    SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0))
 }
 
 /// Whether a socket bound to `ip` belongs in the far namespace (over TCP only).
@@ -196,8 +175,8 @@ pub(crate) fn on_far<T: Send + 'static>(
 /// near end's address of the same family to it), every one of its paths, before a suite's
 /// checks begin, and reports it as the check `tcp_paths_LABEL`: a ping answered, and both
 /// ends listing the same 8 TCP sockets of the pair (`RDS_INFO_TCP_SOCKETS`), still the same
-/// 200 ms later. The near end's
-/// addresses are the smaller, so it is the end that connects every path, in C as in rds_rs.
+/// 200 ms later. The near end's addresses are the smaller, so it is the end that connects
+/// every path, in C as in rds_rs.
 ///
 /// Why first: C loses messages sent while a connection's paths come up (its accepting end
 /// resets a path's TCP connection that arrives before it knows the path count, and what TCP
