@@ -4,7 +4,7 @@
 # as `make test` judges (kernel log, kmemleak, every check). `make test` stays the complete run.
 #   scripts/quick.sh [rs|c] SUITE[,SUITE...] [ARGS...]
 #   scripts/quick.sh guest SCRIPT   (tests/guest/SCRIPT.sh OUT KDIR MODULE TESTS-BIN: ib-one,
-#                                    ib-faults, ib-bad)
+#                                    ib-faults, ib-bad, tcp-neutral)
 #   scripts/quick.sh pair           (two guests: C RDS/IB against rds_rs, tests/guest/rdma-pair.sh)
 #   scripts/quick.sh busy MODE...   (any of the above, or `test` for all of `make test`, with
 #                                    one host core kept busy meanwhile by an unrelated busy loop

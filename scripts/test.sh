@@ -97,8 +97,10 @@ fi
 #  ibf:  faults under two streams (ib-faults.sh: the link down and up, the RDMA device
 #        deleted and re-added), then the misbehaving peer over soft-RoCE (ib-bad.sh rxe);
 #  tcp:  the kernel's RDS selftest against rds_rs over TCP (tcp-selftest.sh), the hostile
-#        TCP peers, then rds_rs against itself in a full mesh of 32 namespaces, all deleted
-#        with traffic in flight (tcp-mesh.sh); tcpf: the same on the plain kernel, under netem.
+#        TCP peers, zero-copy and the transport-neutral suites over TCP (tcp-neutral.sh) for
+#        rds_rs and for C's rds_tcp, then rds_rs against itself in a full mesh of 32 namespaces,
+#        all deleted with traffic in flight (tcp-mesh.sh); tcpf: the same on the plain kernel,
+#        under netem, without the transport-neutral suites.
 #  Three at a time: the pair, and beside it at nice 10 core, then ib; ibf when the pair ends.
 #  (Four at a time, ib and ibf beside the pair from the start, is untried on a host at its
 #  usual speed: Documentation/testing.md, "Time".)
@@ -132,7 +134,7 @@ cmd_ib=$(steps ib "CHAINED=before $(q "$guest/ib-one.sh" "$res/ib" "$kdir" "$mod
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ib" "$kdir" "$module" "$tests_bin" siw)")
 cmd_ibf=$(steps ibf "CHAINED=before $(q "$guest/ib-faults.sh" "$res/ibf" "$kdir" "$module" "$tests_bin");
  CHAINED=after $(q "$guest/ib-bad.sh" "$res/ibf" "$kdir" "$module" "$tests_bin" rxe)")
-cmd_tcp=$(steps tcp "CHAINED=before $(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none);
+cmd_tcp=$(steps tcp "CHAINED=before TCP_NEUTRAL=1 $(q "$guest/tcp-selftest.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" none);
  CHAINED=after $(q "$guest/tcp-mesh.sh" "$res/tcp" "$kdir" "$module" "$tests_bin" 12 8 900)")
 tcpf=()
 if [ -n "$kplain" ]; then
@@ -404,6 +406,24 @@ for g in tcp tcpf; do
   done
   for case in rs_data rs_errors rs_local rs_ring_full c_data c_errors c_local; do
     expect+=(--expect "$res/$g/tcp-zcopy.tap:tcp_zcopy_$case")
+  done
+done
+# The transport-neutral suites over TCP between two namespaces (tcp-neutral.sh, guest tcp),
+# rds_rs and C's rds_tcp, paired by the judge.
+for impl in c rs; do
+  for check in sendrecv:tcp_paths_far4 sendrecv:tcp_paths_far4b sendrecv:tcp_paths_far6 \
+      sendrecv:recv_v4_same_addr sendrecv:recv_v4_other_addr sendrecv:recv_v6 sendrecv:order_per_pair \
+      sendrecv:recv_exactly_1mib sendrecv:send_to_unbound_port sendrecv:close_with_queued_messages \
+      sendrecv:recv_name_unmapped \
+      cmsg:tcp_paths_far4 cmsg:cmsg_dest_and_args cmsg:msg_zerocopy_with_cookie_tcp cmsg:delivered_only_ok \
+      cong:tcp_paths_far4 cong:cong_nonblocking_send cong:cong_update_cmsg cong:cong_blocking_send \
+      cong:cong_plain_refused cong:cong_plain_poll_woken \
+      ping:tcp_paths_far4 ping:tcp_paths_far6 ping:ping_tcp ping:ping6_tcp ping:ping_counters \
+      ping:ping_disabled_no_pong \
+      info:tcp_paths_far4b info:tcp_paths_far6 info:info_sockets_list info:info6_sockets_list \
+      info:info_connections_list info:info6_connections_list info:info_recv_messages_list \
+      info:info_after_traffic_tcp_sockets info:info_counter_delta_recv_delivered; do
+    expect+=(--expect "$res/tcp/${check%%:*}-tcp.$impl.tap:${check#*:}")
   done
 done
 # rds_rs against rds_rs over TCP in 32 namespaces, a full mesh, then every namespace deleted

@@ -7,10 +7,12 @@
 # rds_rs still holds in them) and the next run makes them again.
 #   tcp-selftest.sh OUT KDIR MODULE TESTS-BIN [CONFIGS]
 # CONFIGS (the short loop): the configurations to run, `;`-separated (`none;-l 10`), or `skip`.
-# Then hostile peers from a raw TCP socket (tcp-hostile.py), and zero-copy send against
-# rds_rs and C's rds_tcp (tcp-zcopy.py).
+# Then hostile peers from a raw TCP socket (tcp-hostile.py), zero-copy send against
+# rds_rs and C's rds_tcp (tcp-zcopy.py), and with TCP_NEUTRAL=1 in the environment (guest tcp
+# of make test; one guest only, since the judge takes each paired file from one guest), after
+# each of the two the transport-neutral suites of rds-tests over TCP (tcp-neutral.sh).
 # Results: tcp-selftest.tap (one check per run), selftest-N.log (each run's output),
-# tcp-hostile.tap, tcp-zcopy.tap.
+# tcp-hostile.tap, tcp-zcopy.tap, SUITE-tcp.rs.tap and SUITE-tcp.c.tap (paired by the judge).
 set -u
 OUT=$1 KDIR=$2 MODULE=$3 TESTS=$4 CONFIGS=${5:-none;-l 10;-c 10;-u 10;-l 10 -c 10 -u 10}
 . "$(dirname "$0")/common.sh"
@@ -105,12 +107,20 @@ zcopy() { # zcopy IMPL
   ip netns del zc0 2>/dev/null; ip netns del zc1 2>/dev/null
 }
 zcopy rs
+# The transport-neutral suites over TCP between two namespaces (tcp-neutral.sh), rds_rs's half;
+# C's half below, the judge pairs them.
+neutral() {
+  [ "${TCP_NEUTRAL:-}" = 1 ] || return 0
+  bash "$(dirname "$0")/tcp-neutral.sh" "$OUT" "$KDIR" "$MODULE" "$TESTS" "$1"
+}
+neutral rs
 # What the namespaces held went with them: the unload finds no connection left (a leak would
 # be reported by the module, which the judge reads in the kernel log).
 unload_rs || tap harness.tap not unload_rs failed "rmmod rds_rs failed"
 kunit_expected
 if load_c; then
   zcopy c
+  neutral c
   unload_c || tap harness.tap not unload_c failed "rmmod of the C modules failed"
 else
   tap harness.tap not load_c failed "insmod of the C modules failed"

@@ -7,11 +7,14 @@
 //! transport shares with the sending direction, so it is delivered to the *pinged* address at
 //! the pinger's port; rds_rs answers the pinger. A documented difference, not paired.
 //!
+//! `ping` runs over loopback, or over TCP between two namespaces (`RDS_TESTS_TCP`, see
+//! `util::tcp_peer_netns`): the pinger at the near end, the pinged address at the far one.
+//!
 //! Ports 4480-4489 on 127.0.0.1, 127.0.0.2 and ::1.
 
 use crate::util::{
-    addr_obs, arrival_bound, bound, drain, err_name, nothing_within, res_obs, v4, v6_lo, wait_msg,
-    Counters, SysctlGuard,
+    addr_obs, arrival_bound, bound, drain, err_name, far4, far6, near4, near6, nothing_within,
+    res_obs, v4, wait_msg, Counters, SysctlGuard,
 };
 use crate::Report;
 use librds::RdsSocket;
@@ -50,12 +53,19 @@ fn settle(s: &RdsSocket, before: &Counters, name: &str, want: i128) -> Result<Co
 }
 
 pub(crate) fn run(r: &mut Report) -> Result<(), String> {
-    let s = bound(v4([127, 0, 0, 1], 4480))?;
+    crate::util::tcp_warm_up(r, &[("far4", far4(0)), ("far6", far6(0))])?;
+    let s = bound(near4(4480))?;
+    let pong_from = addr_obs(&far4(0));
+    let via = if crate::util::over_tcp() {
+        "tcp"
+    } else {
+        "loopback"
+    };
     let before = Counters::take(&s)?;
     r.expect(
-        "ping_loopback",
-        &ping_obs(&s, v4([127, 0, 0, 1], 0), b""),
-        "pong_len=0 from=127.0.0.1/0",
+        &format!("ping_{via}"),
+        &ping_obs(&s, far4(0), b""),
+        &format!("pong_len=0 from={pong_from}"),
     );
     let after = settle(&s, &before, "send_pong", 1)?;
     r.expect(
@@ -70,14 +80,14 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     );
     r.expect(
         "ping_with_payload",
-        &ping_obs(&s, v4([127, 0, 0, 1], 0), b"0123456789"),
-        "pong_len=0 from=127.0.0.1/0",
+        &ping_obs(&s, far4(0), b"0123456789"),
+        &format!("pong_len=0 from={pong_from}"),
     );
-    let s6 = bound(v6_lo(4481))?;
+    let s6 = bound(near6(4481))?;
     r.expect(
-        "ping6_loopback",
-        &ping_obs(&s6, v6_lo(0), b""),
-        "pong_len=0 from=__1/0",
+        &format!("ping6_{via}"),
+        &ping_obs(&s6, far6(0), b""),
+        &format!("pong_len=0 from={}", addr_obs(&far6(0))),
     );
     r.expect(
         "ping_no_extra_pong",
@@ -94,7 +104,7 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
             "OK",
         );
         let before = Counters::take(&s)?;
-        let sent = s.send_to(b"", v4([127, 0, 0, 1], 0));
+        let sent = s.send_to(b"", far4(0));
         let quiet = nothing_within(&s, Duration::from_millis(1000))?;
         let after = settle(&s, &before, "recv_drop_no_sock", 1)?;
         r.expect(
@@ -115,8 +125,8 @@ pub(crate) fn run(r: &mut Report) -> Result<(), String> {
     );
     r.expect(
         "ping_after_reenable",
-        &ping_obs(&s, v4([127, 0, 0, 1], 0), b""),
-        "pong_len=0 from=127.0.0.1/0",
+        &ping_obs(&s, far4(0), b""),
+        &format!("pong_len=0 from={pong_from}"),
     );
     drain(&s);
     Ok(())
