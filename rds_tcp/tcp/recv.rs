@@ -182,17 +182,22 @@ impl Link {
     /// when there is none to be had.
     pub(super) fn fill_need(&self, _ctx: &ProcessCtx) -> bool {
         loop {
-            let need = match &self.rx.lock().cur {
-                Cur::NeedMemory { len, .. } => *len,
+            // What is needed, read under the lock, which the statement lets go (`compact` takes
+            // it again).
+            let (need, compact) = match &self.rx.lock().cur {
+                Cur::NeedMemory { len, .. } => (*len, false),
                 Cur::Filling(Incoming {
                     data:
                         Body::Skbs {
                             compact: true, len, ..
                         },
                     ..
-                }) => return self.compact(*len),
+                }) => (*len, true),
                 _ => return true,
             };
+            if compact {
+                return self.compact(need);
+            }
             // Outside the lock: it may sleep.
             let Ok((data, slot)) = alloc(need, GFP_KERNEL) else {
                 stats::inc(Stat::RsTcpRxNomem);
