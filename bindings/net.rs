@@ -843,6 +843,27 @@ impl<'a> MsgHdr<'a> {
         unsafe { self.copy_from_raw_page(page.as_raw(), offset, len) }
     }
 
+    /// Copies the first `max` bytes (at most) of `chain` to the caller's iovecs; returns the
+    /// bytes copied, short when user memory faults or the iovecs fill up.
+    pub(crate) fn copy_from_skbs(&mut self, chain: &super::tcp::SkbChain, max: usize) -> usize {
+        let mut copied = 0;
+        let _ = chain.try_for_each(|skb, at, n| {
+            let n = n.min(max.saturating_sub(at));
+            if n == 0 {
+                return Err(EAGAIN);
+            }
+            // SAFETY: `msg` is the valid msghdr of the current call; `skb` is live during the
+            // walk and holds at least `n` bytes from its start.
+            let got = unsafe { raw::rds_rs_msg_copy_skb(self.msg, skb, 0, n) };
+            copied += got;
+            if got != n {
+                return Err(EFAULT);
+            }
+            Ok(())
+        });
+        copied
+    }
+
     /// [`MsgHdr::copy_from_page`] for a page given by pointer.
     ///
     /// # Safety

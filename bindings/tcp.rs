@@ -509,6 +509,158 @@ impl SkbData<'_> {
     }
 }
 
+impl SkbData<'_> {
+    /// Appends `len` of these bytes from `at` to `chain`, without copying them: a new skb that
+    /// shares this one's pages (C: `pskb_extract`). Atomic; `ENOMEM` when memory runs out.
+    pub(crate) fn extract_into(&self, at: usize, len: usize, chain: &mut SkbChain) -> Result {
+        let off = self.range(at, len)?;
+        // SAFETY: The skb is live during the read; the range is inside this data (checked).
+        let skb = unsafe { raw::rds_rs_tcp_skb_extract(self.skb.as_ptr(), off, len) };
+        let skb = NonNull::new(skb).ok_or(ENOMEM)?;
+        // SAFETY: `skb` is new, ours alone, linked to nothing, and holds `len` bytes.
+        unsafe { chain.push(skb, len) };
+        Ok(())
+    }
+}
+
+/// Received bytes kept in the skbs they arrived in (C: `rds_tcp_incoming`'s `ti_skb_list`):
+/// extracts of a read's skbs ([`SkbData::extract_into`]) in order, linked through their `next`.
+/// Dropping it frees them, which process and softirq context may do.
+///
+/// # Invariants
+///
+/// `head` is `None` (and then `count` and `bytes` are 0) or the first of a chain of `count`
+/// skbs that this owns alone, linked through `next`, whose last is `tail` (its `next` null);
+/// together they hold `bytes` bytes.
+pub(crate) struct SkbChain {
+    head: Option<NonNull<raw::sk_buff>>,
+    tail: Option<NonNull<raw::sk_buff>>,
+    count: usize,
+    bytes: usize,
+}
+
+// SAFETY: The skbs are owned by the chain alone (type invariant), and an skb with no socket
+// may be read and freed from any thread.
+unsafe impl Send for SkbChain {}
+// SAFETY: Shared access only reads the skbs.
+unsafe impl Sync for SkbChain {}
+
+impl SkbChain {
+    /// An empty chain.
+    pub(crate) const fn new() -> Self {
+        Self {
+            head: None,
+            tail: None,
+            count: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The bytes held.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes
+    }
+
+    /// The skbs held.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Links `skb`, holding `len` bytes, at the end.
+    ///
+    /// # Safety
+    ///
+    /// `skb` is a live skb that the caller owns alone and gives to the chain, linked to
+    /// nothing, holding `len` bytes.
+    unsafe fn push(&mut self, skb: NonNull<raw::sk_buff>, len: usize) {
+        match self.tail {
+            // SAFETY: `tail` is the chain's last skb (type invariant), owned by it.
+            Some(t) => unsafe { raw::rds_rs_tcp_skb_link(t.as_ptr(), skb.as_ptr()) },
+            None => self.head = Some(skb),
+        }
+        // INVARIANT: `skb` is the new last, its `next` null (the function's requirement).
+        self.tail = Some(skb);
+        self.count += 1;
+        self.bytes += len;
+    }
+
+    /// Calls `f` with each skb and the bytes before it, in order, until it fails.
+    pub(super) fn try_for_each(
+        &self,
+        mut f: impl FnMut(*const raw::sk_buff, usize, usize) -> Result,
+    ) -> Result {
+        let mut cur = self.head;
+        let mut at = 0;
+        while let Some(skb) = cur {
+            // SAFETY: `skb` is in the chain (type invariant), live while `self` is borrowed.
+            let n = unsafe { raw::rds_rs_tcp_skb_len(skb.as_ptr()) } as usize;
+            f(skb.as_ptr(), at, n)?;
+            at += n;
+            // SAFETY: As above.
+            cur = NonNull::new(unsafe { raw::rds_rs_tcp_skb_next(skb.as_ptr()) });
+        }
+        Ok(())
+    }
+
+    /// Copies bytes from `offset` into `dst`; `EINVAL` when they are not all there.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        self.copy_range(offset, dst.len(), &mut |skb, off, at, n| {
+            let d = dst.get_mut(at..at + n).ok_or(EINVAL)?;
+            // SAFETY: `skb` is live during the walk; `off..off + n` is inside it (the walk's
+            // promise); `d` is valid for `n` bytes.
+            to_result(unsafe { raw::rds_rs_tcp_skb_copy(skb, off, d.as_mut_ptr().cast(), n) })
+        })
+    }
+
+    /// Copies `len` bytes from `offset` into `page` at `page_off`.
+    pub(crate) fn copy_to_page(
+        &self,
+        offset: usize,
+        page: &Page,
+        page_off: usize,
+        len: usize,
+    ) -> Result {
+        self.copy_range(offset, len, &mut |skb, off, at, n| {
+            // SAFETY: As in `read`; the C side checks the page range; we hold the page.
+            to_result(unsafe {
+                raw::rds_rs_tcp_skb_copy_to_page(skb, off, page.as_ptr().cast(), page_off + at, n)
+            })
+        })
+    }
+
+    /// Calls `f(skb, offset in skb, offset in the range, n)` for each piece of the `len` bytes
+    /// from `offset`, in order; `EINVAL` when they are not all there.
+    fn copy_range(
+        &self,
+        offset: usize,
+        len: usize,
+        f: &mut dyn FnMut(*const raw::sk_buff, u32, usize, usize) -> Result,
+    ) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.bytes {
+            return Err(EINVAL);
+        }
+        self.try_for_each(|skb, at, n| {
+            let lo = at.max(offset);
+            let hi = (at + n).min(end);
+            if lo < hi {
+                let off = u32::try_from(lo - at).map_err(|_| EINVAL)?;
+                f(skb, off, lo - offset, hi - lo)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Drop for SkbChain {
+    fn drop(&mut self) {
+        if let Some(head) = self.head {
+            // SAFETY: The chain owns its skbs alone (type invariant); they are freed once.
+            unsafe { raw::rds_rs_tcp_skb_free_chain(head.as_ptr()) };
+        }
+    }
+}
+
 /// A listening socket whose callback goes to a [`ListenEvents`] handler.
 ///
 /// # Invariants

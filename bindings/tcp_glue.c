@@ -529,6 +529,47 @@ int rds_rs_tcp_skb_copy(const struct sk_buff *skb, unsigned int off, void *dst, 
 	return skb_copy_bits(skb, off, dst, len);
 }
 
+struct sk_buff *rds_rs_tcp_skb_extract(const struct sk_buff *skb, unsigned int off, size_t len)
+{
+	/* pskb_extract clones (it does not write the original): the cast drops a const it lacks. */
+	return pskb_extract((struct sk_buff *)skb, off, len, GFP_ATOMIC);
+}
+
+void rds_rs_tcp_skb_free_chain(struct sk_buff *skb)
+{
+	while (skb) {
+		struct sk_buff *next = skb->next;
+
+		skb->next = NULL;
+		consume_skb(skb);
+		skb = next;
+	}
+}
+
+void rds_rs_tcp_skb_link(struct sk_buff *tail, struct sk_buff *next)
+{
+	tail->next = next;
+}
+
+struct sk_buff *rds_rs_tcp_skb_next(const struct sk_buff *skb)
+{
+	return skb->next;
+}
+
+unsigned int rds_rs_tcp_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+size_t rds_rs_msg_copy_skb(struct msghdr *msg, const struct sk_buff *skb, unsigned int off,
+			   size_t len)
+{
+	size_t before = iov_iter_count(&msg->msg_iter);
+
+	skb_copy_datagram_iter(skb, off, &msg->msg_iter, len);
+	return before - iov_iter_count(&msg->msg_iter);
+}
+
 int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, struct page *page,
 				size_t page_off, size_t len)
 {

@@ -67,6 +67,20 @@ int rds_rs_tcp_read_locked(struct socket *sock, void *arg);
 int rds_rs_tcp_read_shutdown(struct socket *sock, void *arg);
 /* Copies bytes of an skb handed to the actor. */
 int rds_rs_tcp_skb_copy(const struct sk_buff *skb, unsigned int off, void *dst, size_t len);
+/* A new skb holding `len` bytes of `skb` from `off` (sharing its pages), allocated atomically;
+ * NULL when memory runs out. */
+struct sk_buff *rds_rs_tcp_skb_extract(const struct sk_buff *skb, unsigned int off, size_t len);
+/* Chains of extracted skbs, linked through `next`: frees `skb` and those after it. */
+void rds_rs_tcp_skb_free_chain(struct sk_buff *skb);
+/* Links `next` after `tail` (the last of a chain). */
+void rds_rs_tcp_skb_link(struct sk_buff *tail, struct sk_buff *next);
+/* The skb after `skb` in its chain (NULL at the end), and the bytes `skb` holds. */
+struct sk_buff *rds_rs_tcp_skb_next(const struct sk_buff *skb);
+unsigned int rds_rs_tcp_skb_len(const struct sk_buff *skb);
+/* Copies `len` bytes of `skb` from `off` to a recvmsg's iovecs; returns the bytes copied (short
+ * when user memory faults). */
+size_t rds_rs_msg_copy_skb(struct msghdr *msg, const struct sk_buff *skb, unsigned int off,
+			   size_t len);
 int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, struct page *page,
 				size_t page_off, size_t len);
 

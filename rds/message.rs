@@ -18,6 +18,7 @@ use crate::bindings::net::{emsgsize, MsgHdr, SockRef};
 use crate::bindings::sync::{
     new_spinlock_bh, new_spinlock_pc, recycle_unique, ProcessCtx, SpinLockBh, SpinLockPc,
 };
+use crate::bindings::tcp::SkbChain;
 use crate::proto::{
     msg_charge, Addr, Ext, Header, SpareStack, Stat, FLAG_ACK_REQUIRED, FLAG_CONG_BITMAP,
     FLAG_RETRANSMITTED,
@@ -309,6 +310,8 @@ enum Store {
     Msg(Arc<Message>),
     /// A zero-copy sender's pages.
     User(ZcData),
+    /// Received bytes in the skbs they arrived in (a stream transport's, without a copy).
+    Skbs(SkbChain),
 }
 
 /// The payload of a zero-copy send (`MSG_ZEROCOPY`): the sender's pages, and its
@@ -331,7 +334,8 @@ pub(crate) struct ZcData {
 /// `len` is the number of bytes `store` holds (for `Inline`, at most [`INLINE_MAX`], the first
 /// `len` bytes of the array; for `Small`, the buffer's length, at most
 /// [`SMALL_MAX`]; for `Chunks`, buffers of [`SMALL_MAX`] bytes whose lengths add up to `len`;
-/// for `Own`, `ceil(len / PAGE_SIZE)` pages; for `Msg`, the other message's payload length).
+/// for `Own`, `ceil(len / PAGE_SIZE)` pages; for `Msg`, the other message's payload length;
+/// for `Skbs`, the bytes of its skbs).
 pub(crate) struct Payload {
     len: usize,
     store: Store,
@@ -500,6 +504,13 @@ impl Payload {
                 store: Store::Chunks(chunks),
             });
         }
+        Self::from_user_to_pages(msg, len)
+    }
+
+    /// Copies `len` bytes of a `sendmsg`'s payload into new pages, charged to the caller's
+    /// memory cgroup (for a transport that hands pages over by reference, or when kernel
+    /// buffers cannot be had); `EFAULT` when user memory faults.
+    pub(crate) fn from_user_to_pages(msg: &mut MsgHdr<'_>, len: usize) -> Result<Self> {
         let pages = Self::alloc(len, GFP_KERNEL_ACCOUNT)?;
         let mut left = len;
         for page in pages.iter() {
@@ -621,6 +632,15 @@ impl Payload {
         }
     }
 
+    /// A received payload in the skbs it arrived in.
+    pub(crate) fn skbs(chain: SkbChain) -> Self {
+        // INVARIANT: the chain holds `len` bytes.
+        Self {
+            len: chain.len(),
+            store: Store::Skbs(chain),
+        }
+    }
+
     /// A payload of `len` bytes in a transport's fragments.
     pub(crate) fn lent(frags: Arc<dyn LentFrags>, len: usize) -> Self {
         // INVARIANT: the transport vouches that its fragments hold `len` bytes.
@@ -689,7 +709,7 @@ impl Payload {
                 c.get(at..at + n).map(Frag::Bytes)
             }
             Store::Own(pages) => pages.get(idx).map(|p| Frag::Page(p, 0, n)),
-            Store::Lent(_) | Store::User(_) => None,
+            Store::Lent(_) | Store::User(_) | Store::Skbs(_) => None,
             Store::Msg(m) => m.data.segment(idx),
         }
     }
@@ -730,12 +750,17 @@ impl Payload {
             }
             Store::Msg(m) => m.data.try_for_each_frag(f),
             Store::User(z) => z.pages.try_for_each(|p, off, n| f(Frag::User(p, off, n))),
+            // Received only: read and copied out by `read` and `copy_to_user`.
+            Store::Skbs(_) => Err(EINVAL),
         }
     }
 
     /// Copies the first `max` bytes (at most) to a `recvmsg`'s iovecs; returns the bytes
     /// copied, short when user memory faults or the iovecs fill up.
     pub(crate) fn copy_to_user(&self, msg: &mut MsgHdr<'_>, max: usize) -> usize {
+        if let Store::Skbs(chain) = &self.store {
+            return msg.copy_from_skbs(chain, max.min(self.len));
+        }
         let mut left = max.min(self.len);
         let mut copied = 0;
         let _ = self.try_for_each_frag(|frag| {
@@ -760,6 +785,9 @@ impl Payload {
 
     /// Copies bytes from `offset` into `dst`; `EINVAL` when they are not all there.
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        if let Store::Skbs(chain) = &self.store {
+            return chain.read(offset, dst);
+        }
         let end = offset.checked_add(dst.len()).ok_or(EINVAL)?;
         if end > self.len {
             return Err(EINVAL);
@@ -1033,7 +1061,9 @@ impl Message {
     /// The message of a `sendmsg` of `len` bytes to `head`, with its payload copied from the
     /// caller's iovecs: a spare of `pool` when it has one (its payload buffer reused when it is
     /// large enough), else new memory charged to the caller's memory cgroup. `EFAULT` when
-    /// user memory faults. The owner, operation and cookie are set later
+    /// user memory faults. With `pages` (the sender's transport hands pages over by reference,
+    /// [`crate::transport::Transport::payload_in_pages`]), a payload above a page goes in pages
+    /// of its own instead of kernel buffers. The owner, operation and cookie are set later
     /// ([`Message::set_owner`], [`Message::set_rdma`]); until the message is published it is
     /// the caller's alone.
     pub(crate) fn from_user(
@@ -1041,11 +1071,17 @@ impl Message {
         head: MsgHead,
         msg: &mut MsgHdr<'_>,
         len: usize,
+        pages: bool,
     ) -> Result<Pin<UniqueArc<Self>>> {
         let mut m = Self::from_user_empty(pool, len)?;
         let b = m.as_mut().body_mut();
         let len32 = u32::try_from(len).map_err(|_| emsgsize())?;
-        b.data.fill_from_user(msg, len, &mut b.spare)?;
+        if pages && len > PAGE_SIZE {
+            stats::inc(Stat::RsPayloadAlloc);
+            b.data = Payload::from_user_to_pages(msg, len)?;
+        } else {
+            b.data.fill_from_user(msg, len, &mut b.spare)?;
+        }
         b.set_head(head, len32);
         b.pool = Some(pool.clone());
         Ok(m)

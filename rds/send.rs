@@ -118,7 +118,7 @@ pub(crate) fn sendmsg(
     let mut m = match cookie {
         Some(cookie) => zcopy_message(sock, head, msg, len, cookie)?,
         None => {
-            let m = Message::from_user(&s.pool, head, msg, len)?;
+            let m = Message::from_user(&s.pool, head, msg, len, route.pages)?;
             stats::add(Stat::CopyFromUser, len as u64);
             m
         }
@@ -300,6 +300,9 @@ pub(crate) struct Route {
     pub(crate) tos: u8,
     /// The socket's transport sends `MSG_ZEROCOPY` messages (asked only for those).
     zerocopy: bool,
+    /// The socket's transport takes a payload's pages by reference
+    /// ([`Transport::payload_in_pages`](crate::transport::Transport::payload_in_pages)).
+    pages: bool,
     /// The socket's cached connection (of its last send).
     cached: Option<Arc<Conn>>,
     /// The seed of the socket's multipath hash.
@@ -338,6 +341,7 @@ impl RdsSocket {
             dest: SockAddr { scope_id, ..dest },
             tos: inner.tos,
             zerocopy: zcopy && transport.zerocopy(),
+            pages: transport.payload_in_pages(),
             cached: inner.conn_cache.clone(),
             mpath_seed: inner.mpath_seed,
             mpath_fallback: inner.mpath_fallback,

@@ -141,6 +141,13 @@ pub(crate) trait Transport: Send + Sync {
         false
     }
 
+    /// Whether the transport hands a payload's pages to the network by reference (TCP): a
+    /// payload of more than a page sent by one of its sockets is then built in pages of its
+    /// own, which it can hand over, rather than in kernel buffers, which it would copy.
+    fn payload_in_pages(&self) -> bool {
+        false
+    }
+
     /// Whether `xmit` carries a message with operation `op` on `conn` (a transport may
     /// register memory for its peers, and run some operations, before it runs all of them; a
     /// device may lack some).

@@ -134,6 +134,10 @@ impl Transport for TcpTransport {
         true
     }
 
+    fn payload_in_pages(&self) -> bool {
+        true
+    }
+
     fn tos_map(&self, _tos: u8) -> Option<u8> {
         // C: `rds_tcp_get_tos_map`: every TOS maps to 0.
         Some(0)

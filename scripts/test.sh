@@ -400,7 +400,8 @@ for cfg in l10 c10 u10 l10c10u10; do
 done
 # Hostile peers over TCP from a raw socket, after the selftest runs, in both guests.
 for g in tcp tcpf; do
-  for case in h_len_over_1mib garbage truncated_header announce_1mib_then_silence silent all_paths_up; do
+  for case in h_len_over_1mib garbage truncated_header announce_1mib_then_silence silent all_paths_up \
+      misplaced_path small_pieces large_pieces; do
     expect+=(--expect "$res/$g/tcp-hostile.tap:tcp_hostile_$case"
              --expect "$res/$g/tcp-hostile.tap:tcp_hostile_${case}_rds_after")
   done

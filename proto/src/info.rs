@@ -906,7 +906,7 @@ macro_rules! stats {
 
 /// The number of RDS statistics counters: C's core's, C's IB transport's, C's TCP
 /// transport's, and rds-rs's.
-pub const STAT_COUNT: usize = 36 + 39 + 5 + 42;
+pub const STAT_COUNT: usize = 36 + 39 + 5 + 43;
 
 /// How many of the counters are C's core's (`ARRAY_SIZE(rds_stat_names)`); the IB
 /// transport's follow (as C appends them with `rds_rdma` loaded), then rds-rs's own.
@@ -1190,6 +1190,9 @@ stats! {
     RsZcopyFull => "rs_zcopy_full",
     /// rds-rs: bytes sent zero-copy (taken by reference from the sender's pages).
     RsZcopyBytes => "rs_zcopy_bytes",
+    /// rds-rs: TCP payloads that came in too many small pieces to keep in their skbs (or
+    /// when an skb could not be had), copied into pages of their own instead.
+    RsTcpRxCompacted => "rs_tcp_rx_compacted",
 }
 
 impl Stat {

@@ -206,7 +206,7 @@ fn stat_names_in_c_order() {
         "recv_bytes_freed_fromsock",
         "send_stuck_rm",
     ];
-    assert_eq!(STAT_COUNT, 36 + 39 + 5 + 42);
+    assert_eq!(STAT_COUNT, 36 + 39 + 5 + 43);
     assert_eq!(rds_proto::C_STAT_COUNT, 36);
     assert_eq!(STAT_NAMES[..rds_proto::C_STAT_COUNT], c);
     let ib_end = rds_proto::C_STAT_COUNT + rds_proto::C_IB_STAT_COUNT;

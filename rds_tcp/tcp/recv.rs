@@ -7,9 +7,17 @@
 //!
 //! The socket's data-ready callback reads what TCP holds (`tcp_read_sock`) skb by skb.
 //! [`crate::proto::StreamRx`] says where each header starts and how long its payload is; the
-//! header's 48 bytes are gathered, then the memory for the message is allocated at once (the
-//! incoming message and its payload's buffer or pages, atomically), and the payload is copied
-//! from the skbs straight into it. A complete message goes to [`crate::recv::incoming`].
+//! header's 48 bytes are gathered, then the incoming message is allocated. A payload of up to
+//! a page is copied from the skbs into memory allocated with the header (its buffer, or
+//! inside the message). A larger one is kept in the skbs it arrives in, as C keeps it: each
+//! piece of an skb becomes an skb of its own that shares the pages ([`SkbChain`]), and the
+//! bytes are copied once, by `recvmsg`. A complete message goes to
+//! [`crate::recv::incoming`].
+//!
+//! A peer that sends a large payload in small pieces would make each of its bytes hold a
+//! whole skb (and the pages under it): a payload that comes in more than
+//! [`max_pieces`] pieces is copied into pages of its own instead (counted in
+//! `rs_tcp_rx_compacted`), and its rest after it.
 //!
 //! When memory runs out, the read stops with the bytes not taken left in the socket (TCP's
 //! receive window then closes on the peer) and the link's receive work tries again in
@@ -18,20 +26,73 @@
 
 use super::conn::Link;
 use crate::bindings::sync::ProcessCtx;
-use crate::bindings::tcp::{Attached, CbSock, ReadStep, SkbData};
-use crate::message::{PayloadBuilder, RxSlot, Target};
+use crate::bindings::tcp::{Attached, CbSock, ReadStep, SkbChain, SkbData};
+use crate::message::{Payload, PayloadBuilder, RxSlot, Target};
 use crate::proto::{Stat, StreamRx, StreamStep, HEADER_LEN};
 use crate::recv::{self, RxCtx};
 use crate::stats;
 use kernel::alloc::Flags;
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 
 /// The memory of a message being received.
 struct Incoming {
     hdr: [u8; HEADER_LEN],
-    data: PayloadBuilder,
+    data: Body,
     slot: RxSlot,
+}
+
+/// Where a payload being received goes.
+enum Body {
+    /// Copied into memory allocated with the header.
+    Copy(PayloadBuilder),
+    /// Kept in the skbs it arrives in, `len` bytes in all. `compact`: it came in too many
+    /// pieces (or an skb could not be had): it is to be copied into memory of its own, in
+    /// process context, before anything more is taken.
+    Skbs {
+        chain: SkbChain,
+        len: usize,
+        compact: bool,
+    },
+}
+
+impl Body {
+    /// Room for a payload of `len` bytes.
+    fn new(len: usize, flags: Flags) -> Result<Self> {
+        if len > PAGE_SIZE {
+            return Ok(Body::Skbs {
+                chain: SkbChain::new(),
+                len,
+                compact: false,
+            });
+        }
+        Ok(Body::Copy(PayloadBuilder::new(len, flags)?))
+    }
+
+    /// The bytes still to come.
+    fn remaining(&self) -> usize {
+        match self {
+            Body::Copy(b) => b.remaining(),
+            Body::Skbs { chain, len, .. } => len - chain.len(),
+        }
+    }
+
+    /// The payload, once all of it is there.
+    fn finish(self) -> Result<Payload> {
+        match self {
+            Body::Copy(b) => b.finish(),
+            Body::Skbs { chain, len, .. } if chain.len() == len => Ok(Payload::skbs(chain)),
+            Body::Skbs { .. } => Err(EINVAL),
+        }
+    }
+}
+
+/// The most pieces a payload of `len` bytes may come in and stay in its skbs: one for each
+/// 1 KiB (a TCP segment carries more, unless the path's MTU is below 1 KiB), and 8 more
+/// for where messages and segments start and end.
+pub(crate) fn max_pieces(len: usize) -> usize {
+    len / 1024 + 8
 }
 
 /// Where the receive side of a stream is.
@@ -121,10 +182,22 @@ impl Link {
     /// when there is none to be had.
     pub(super) fn fill_need(&self, _ctx: &ProcessCtx) -> bool {
         loop {
-            let need = match &self.rx.lock().cur {
-                Cur::NeedMemory { len, .. } => *len,
+            // What is needed, read under the lock, which the statement lets go (`compact` takes
+            // it again).
+            let (need, compact) = match &self.rx.lock().cur {
+                Cur::NeedMemory { len, .. } => (*len, false),
+                Cur::Filling(Incoming {
+                    data:
+                        Body::Skbs {
+                            compact: true, len, ..
+                        },
+                    ..
+                }) => (*len, true),
                 _ => return true,
             };
+            if compact {
+                return self.compact(need);
+            }
             // Outside the lock: it may sleep.
             let Ok((data, slot)) = alloc(need, GFP_KERNEL) else {
                 stats::inc(Stat::RsTcpRxNomem);
@@ -143,6 +216,57 @@ impl Link {
                 _ => return true,
             }
         }
+    }
+
+    /// Copies a payload kept in skbs into memory of its own (process context), which it then
+    /// fills from there on; false when there is no memory to be had.
+    fn compact(&self, len: usize) -> bool {
+        // Outside the lock: it may sleep.
+        let Ok(mut data) = PayloadBuilder::new(len, GFP_KERNEL) else {
+            stats::inc(Stat::RsTcpRxNomem);
+            return false;
+        };
+        let mut rx = self.rx.lock();
+        let Cur::Filling(inc) = &mut rx.cur else {
+            // Dropped meanwhile (the socket went).
+            return true;
+        };
+        let Body::Skbs { chain, compact, .. } = &mut inc.data else {
+            return true;
+        };
+        // Nothing was taken meanwhile (a payload to compact takes nothing).
+        if !*compact {
+            return true;
+        }
+        let mut at = 0;
+        while at < chain.len() {
+            let n = match data.target(chain.len() - at) {
+                Ok(Target::Bytes(dst)) => {
+                    let n = dst.len();
+                    if n == 0 || chain.read(at, dst).is_err() {
+                        break;
+                    }
+                    n
+                }
+                Ok(Target::Page(page, off, n)) => {
+                    if n == 0 || chain.copy_to_page(at, page, off, n).is_err() {
+                        break;
+                    }
+                    n
+                }
+                Err(_) => break,
+            };
+            data.advance(n);
+            at += n;
+        }
+        if at != chain.len() {
+            // Only a broken skb fails a copy.
+            drop(rx);
+            return false;
+        }
+        stats::inc(Stat::RsTcpRxCompacted);
+        inc.data = Body::Copy(data);
+        true
     }
 
     /// Takes the bytes of `skb` into the stream (with `rx` locked, inside the socket's lock).
@@ -182,13 +306,50 @@ impl Link {
                         return Taken::Stopped(pos);
                     }
                 }
-                Cur::Filling(inc) => {
+                Cur::Filling(Incoming {
+                    data:
+                        Body::Skbs {
+                            chain,
+                            len: mlen,
+                            compact,
+                        },
+                    ..
+                }) => {
+                    // Payload kept in its skbs: the stream advances by what was taken.
+                    if *compact {
+                        return Taken::Stopped(pos);
+                    }
+                    let n = (len - pos).min(*mlen - chain.len());
+                    if chain.count() >= max_pieces(*mlen)
+                        || skb.extract_into(pos, n, chain).is_err()
+                    {
+                        // Too many pieces, or no memory for an skb: the rest is copied, in
+                        // process context.
+                        if chain.count() < max_pieces(*mlen) {
+                            stats::inc(Stat::RsTcpRxNomem);
+                        }
+                        *compact = true;
+                        return Taken::Stopped(pos);
+                    }
+                    let complete = match rx.stream.next_payload(n) {
+                        Some(StreamStep::Payload { complete, .. }) => complete,
+                        _ => false,
+                    };
+                    pos += n;
+                    if complete {
+                        self.complete(rx);
+                    }
+                }
+                Cur::Filling(Incoming {
+                    data: Body::Copy(data),
+                    ..
+                }) => {
                     // Payload: straight into the message's memory, then the stream advances
                     // by what was placed.
                     let want = len - pos;
                     let mut placed = 0;
                     while placed < want {
-                        let n = match inc.data.target(want - placed) {
+                        let n = match data.target(want - placed) {
                             Ok(Target::Bytes(dst)) => {
                                 let n = dst.len();
                                 if n == 0 || skb.copy(pos + placed, dst).is_err() {
@@ -204,7 +365,7 @@ impl Link {
                             }
                             Err(_) => break,
                         };
-                        inc.data.advance(n);
+                        data.advance(n);
                         placed += n;
                     }
                     let complete = match rx.stream.next_payload(placed) {
@@ -308,6 +469,6 @@ impl Link {
 }
 
 /// The memory for a message of `len` payload bytes.
-fn alloc(len: usize, flags: Flags) -> Result<(PayloadBuilder, RxSlot)> {
-    Ok((PayloadBuilder::new(len, flags)?, RxSlot::new(flags)?))
+fn alloc(len: usize, flags: Flags) -> Result<(Body, RxSlot)> {
+    Ok((Body::new(len, flags)?, RxSlot::new(flags)?))
 }

@@ -2,7 +2,7 @@
 """Hostile peers against rds_rs's TCP transport, from a raw TCP socket.
 
 Two namespaces joined by a veth pair (made by the caller): net0 with 10.0.0.1 and
-10.0.0.11-17, net1 with 10.0.0.2 and 10.0.0.21-27 (all /24), where rds_rs listens on 16385.
+10.0.0.11-19, net1 with 10.0.0.2 and 10.0.0.21-29 (all /24), where rds_rs listens on 16385.
 Case i runs between 10.0.0.(11+i) and 10.0.0.(21+i), an RDS connection of its own: a raw TCP
 client in net0 (the smaller address, so the listener takes its connection as that RDS
 connection) sends what no RDS peer would, and each case checks the outcome:
@@ -23,7 +23,12 @@ connection) sends what no RDS peer would, and each case checks the outcome:
   rds_rs puts it on path 0, takes its message numbered 100, and once the handshake (8 paths,
   ports numbered by path) says it is path 3's drops it (rs_tcp_path_misplaced) and gives
   path 0 back what it expected before (rs_tcp_rx_seq_restored); the real path 0 then
-  connects and its retransmission numbered 50 is delivered, not dropped as old.
+  connects and its retransmission numbered 50 is delivered, not dropped as old;
+- a 16 KiB message whose payload comes in 128-byte TCP segments: rds_rs keeps a large
+  payload in the skbs it arrives in, but not one in this many pieces: it is copied into
+  pages of its own (counted in rs_tcp_rx_compacted) and delivered intact;
+- a 64 KiB message sent at once: kept in its skbs (rs_tcp_rx_compacted unchanged) and
+  delivered intact.
 
 After every case a real RDS exchange between the two namespaces (AF_RDS sockets, both ways)
 must still work: the connection the hostile peer took is made again. Output: TAP lines.
@@ -178,7 +183,7 @@ def tap(ok, name, detail):
 
 
 def main():
-    pairs = iter(range(7))
+    pairs = iter(range(9))
 
     def case(name, fn):
         i = next(pairs)
@@ -302,11 +307,48 @@ def main():
         ok = dropped and bool(got) and moved
         return ok, (f"path3_dropped={dropped} delivered={bool(got)} " + " ".join(
             f"{n} {x}->{y}" for n, x, y in zip(names, before, after)))
+    def pieces(a, b, size, piece):
+        """A message of `size` bytes from the raw peer, its payload in TCP segments of
+        `piece` bytes (all at once when `piece` is 0), received intact by an RDS socket;
+        returns whether it was, and the change of rs_tcp_rx_compacted."""
+        dst = rds_socket("net1", b, 4001)
+        dst.settimeout(10)
+        payload = bytes((i * 7 + 3) & 0xFF for i in range(size))
+        before = counter("rs_tcp_rx_compacted")
+        s = raw_peer(a, b)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(header(1, size))
+        if piece == 0:
+            s.sendall(payload)
+        else:
+            for at in range(0, size, piece):
+                s.sendall(payload[at:at + piece])
+                time.sleep(0.002)
+        try:
+            got, frm = dst.recvfrom(size + 1)
+        except socket.timeout:
+            got, frm = None, None
+        s.close()
+        dst.close()
+        after = counter("rs_tcp_rx_compacted")
+        intact = got == payload and frm == (a, 4000)
+        delta = None if None in (before, after) else after - before
+        return intact, delta, (f"intact={intact} ({'none' if got is None else len(got)} B) "
+                               f"rs_tcp_rx_compacted {before}->{after}")
+
+    def small_pieces(a, b):
+        intact, delta, detail = pieces(a, b, 16384, 128)
+        return intact and delta == 1, detail
+
+    def large_pieces(a, b):
+        intact, delta, detail = pieces(a, b, 65536, 0)
+        return intact and delta == 0, detail
 
     for name, fn in (("h_len_over_1mib", too_long), ("garbage", garbage),
                      ("truncated_header", truncated), ("announce_1mib_then_silence", announce_and_stop),
                      ("silent", silent), ("all_paths_up", all_paths_up),
-                     ("misplaced_path", misplaced_path)):
+                     ("misplaced_path", misplaced_path),
+                     ("small_pieces", small_pieces), ("large_pieces", large_pieces)):
         case(name, fn)
 
 

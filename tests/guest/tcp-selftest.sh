@@ -86,8 +86,8 @@ hostile_ns() {
     && ip link set veth0 netns net0 up && ip link set veth1 netns net1 up \
     && ip -n net0 link set lo up && ip -n net1 link set lo up || return 1
   local i
-  for i in 1 11 12 13 14 15 16 17; do ip -n net0 addr add 10.0.0.$i/24 dev veth0 || return 1; done
-  for i in 2 21 22 23 24 25 26 27; do ip -n net1 addr add 10.0.0.$i/24 dev veth1 || return 1; done
+  for i in 1 11 12 13 14 15 16 17 18 19; do ip -n net0 addr add 10.0.0.$i/24 dev veth0 || return 1; done
+  for i in 2 21 22 23 24 25 26 27 28 29; do ip -n net1 addr add 10.0.0.$i/24 dev veth1 || return 1; done
 }
 hostile_ns || tap harness.tap not tcp_hostile_setup failed "could not make the namespaces"
 tl "start tcp_hostile"
