@@ -24,9 +24,9 @@ use crate::bindings::sync::ProcessCtx;
 use crate::conn::{Conn, ConnKey};
 use crate::message::{Message, MessageParts, MsgHead, Payload, ZcData};
 use crate::proto::{
-    check_send_dest, monitor_mask, mpath_known, parse_send_dest, rdma_bytes, rdma_sg_too_big,
-    scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr, Stat, PROBE_PORT,
-    RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
+    check_send_dest, monitor_mask, mpath_key, mpath_known, parse_send_dest, rdma_bytes,
+    rdma_sg_too_big, scan_send_cmsgs_with, sndbuf_ack_required, sndbuf_admits, Addr, SockAddr,
+    Stat, PROBE_PORT, RDS_RDMA_CANCELED, RDS_RDMA_DROPPED, RDS_RDMA_SUCCESS,
 };
 use crate::rdma::{read_local_vecs, Issue, LocalVecs, Notifier, RdmaOp, SendRdma, Tracker};
 use crate::socket::{addr_error, Rds, RdsSocket, SockData, ZC_MAX};
@@ -305,8 +305,6 @@ pub(crate) struct Route {
     pages: bool,
     /// The socket's cached connection (of its last send).
     cached: Option<Arc<Conn>>,
-    /// The seed of the socket's multipath hash.
-    mpath_seed: u32,
     /// The destination the socket stays on path 0 for
     /// ([`crate::socket::SockInner::mpath_fallback`]).
     mpath_fallback: Option<(Addr, u8)>,
@@ -343,7 +341,6 @@ impl RdsSocket {
             zerocopy: zcopy && transport.zerocopy(),
             pages: transport.payload_in_pages(),
             cached: inner.conn_cache.clone(),
-            mpath_seed: inner.mpath_seed,
             mpath_fallback: inner.mpath_fallback,
         })
     }
@@ -547,7 +544,8 @@ impl Drop for ZcDone {
 /// The path a route's socket takes over a connection with `npaths` paths, if that is known
 /// without a handshake ([`mpath_known`]).
 fn known_path(route: &Route, npaths: u32) -> Option<u8> {
-    mpath_known(route.bound.port, route.mpath_seed, npaths).and_then(|p| u8::try_from(p).ok())
+    mpath_known(mpath_key(route.bound.port, route.dest.port), npaths)
+        .and_then(|p| u8::try_from(p).ok())
 }
 
 /// The path a route's socket sends on over the connection whose path 0 is `base` (see

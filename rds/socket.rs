@@ -195,8 +195,6 @@ pub(crate) struct SockInner {
     /// The connection of the last send (C: `rs_conn`); over a transport with multipath, the
     /// path it took.
     pub(crate) conn_cache: Option<Arc<Conn>>,
-    /// The seed of the socket's multipath hash (C: `rs_hash_initval`).
-    pub(crate) mpath_seed: u32,
     /// The destination (address, type of service) whose path 0 the socket took before the
     /// path count was known, its port hashing elsewhere: it stays on path 0 for it, so that
     /// its later messages never overtake those on another path (C moves to the hashed path,
@@ -213,7 +211,6 @@ impl SockInner {
             transport: None,
             tos: 0,
             conn_cache: None,
-            mpath_seed: crate::bindings::mm::random_u32(),
             mpath_fallback: None,
         }
     }

@@ -37,8 +37,8 @@
 //! RDS over TCP (issue 20, its pure logic so far): [`StreamRx`] reassembles
 //! the stream's headers and payloads from pieces of any size, [`tcp_acked`]
 //! settles sent messages by TCP's acknowledged sequence, [`tcp_connects`] is
-//! the rule of who connects, and [`mpath_of`] (with [`jhash_1word`]) picks a
-//! socket's path of a multipath connection.
+//! the rule of who connects, and [`mpath_of`] (with [`jhash_1word`] and
+//! [`mpath_key`]) picks a message's path of a multipath connection.
 
 #![no_std]
 #![forbid(unsafe_code)]

@@ -148,8 +148,8 @@ pub use seq::{
 };
 pub use stack::SpareStack;
 pub use tcp::{
-    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_known, mpath_of,
-    path_port, path_port_groups, tcp_acked, tcp_connects, StreamError, StreamRx, StreamStep,
-    MPATH_MAX, RDS_TCP_PORT,
+    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_key, mpath_known,
+    mpath_of, path_port, path_port_groups, tcp_acked, tcp_connects, StreamError, StreamRx,
+    StreamStep, MPATH_MAX, RDS_TCP_PORT,
 };
 pub use zcopy::{ZcRing, ZCOOKIES_LEN, ZCOOKIES_MAX};

@@ -238,26 +238,44 @@ pub fn jhash_1word(a: u32, initval: u32) -> u32 {
     c
 }
 
-/// The path of a connection with `npaths` paths (at most [`MPATH_MAX`]) that a socket bound
-/// to `port` sends on, with `seed` its random seed (C: `RDS_MPATH_HASH`,
-/// `jhash_1word(port, seed) & (npaths - 1)`; always below `npaths`, which a peer need not
-/// make a power of two). One path (or none negotiated yet): path 0.
+/// What chooses the path of a message from port `sport` to port `dport`: the two ports, in
+/// either order. Both ends of an exchange between two sockets therefore choose the same path,
+/// and a reply goes back on the TCP connection that brought the request, where TCP
+/// acknowledges each with the other. (C hashes the sender's port alone, with a seed that is 0
+/// for every socket but the first one bound after the module loads, `net_get_random_once`:
+/// its request and its reply take two connections unless the ports happen to agree, and each
+/// connection then sends acknowledgements of its own.) The order of a socket's messages to
+/// one destination is kept: they all take one path.
 #[must_use]
-pub fn mpath_of(port: u16, seed: u32, npaths: u32) -> u32 {
+pub fn mpath_key(sport: u16, dport: u16) -> u32 {
+    let (lo, hi) = if sport <= dport {
+        (sport, dport)
+    } else {
+        (dport, sport)
+    };
+    (u32::from(lo) << 16) | u32::from(hi)
+}
+
+/// The path of a connection with `npaths` paths (at most [`MPATH_MAX`]) that a message with
+/// path key `key` ([`mpath_key`]) takes: `jhash_1word(key, 0) & (npaths - 1)` (C:
+/// `RDS_MPATH_HASH`; always below `npaths`, which a peer need not make a power of two). One
+/// path (or none negotiated yet): path 0.
+#[must_use]
+pub fn mpath_of(key: u32, npaths: u32) -> u32 {
     if npaths <= 1 {
         return 0;
     }
-    jhash_1word(u32::from(port), seed) & npaths.min(MPATH_MAX).saturating_sub(1)
+    jhash_1word(key, 0) & npaths.min(MPATH_MAX).saturating_sub(1)
 }
 
-/// The path a socket bound to `port` with seed `seed` sends on over a connection with
-/// `npaths` paths, when that is known without a handshake (C: `rds_send_mprds_hash`): once
-/// the count is known (`npaths` > 0), [`mpath_of`] of it; before, path 0 for a socket that
-/// [`MPATH_MAX`] paths would put there, and `None` for the others, which need the handshake.
+/// The path a message with path key `key` takes over a connection with `npaths` paths, when
+/// that is known without a handshake (C: `rds_send_mprds_hash`): once the count is known
+/// (`npaths` > 0), [`mpath_of`] of it; before, path 0 for a key that [`MPATH_MAX`] paths
+/// would put there, and `None` for the others, which need the handshake.
 #[must_use]
-pub fn mpath_known(port: u16, seed: u32, npaths: u32) -> Option<u32> {
+pub fn mpath_known(key: u32, npaths: u32) -> Option<u32> {
     let n = if npaths == 0 { MPATH_MAX } else { npaths };
-    let p = mpath_of(port, seed, n);
+    let p = mpath_of(key, n);
     (npaths != 0 || p == 0).then_some(p)
 }
 

@@ -3,9 +3,9 @@
 
 use proptest::prelude::*;
 use rds_proto::{
-    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_known, mpath_of,
-    path_port, path_port_groups, tcp_acked, tcp_connects, Addr, Ext, Header, StreamError, StreamRx,
-    StreamStep, HEADER_LEN, MPATH_MAX, PROBE_PORT,
+    accepted_path, hs_exts, hs_npaths, is_hs_probe, jhash_1word, misplaced, mpath_key, mpath_known,
+    mpath_of, path_port, path_port_groups, tcp_acked, tcp_connects, Addr, Ext, Header, StreamError,
+    StreamRx, StreamStep, HEADER_LEN, MPATH_MAX, PROBE_PORT,
 };
 
 /// A message on the stream: a header with `h_len` = `payload.len()`, then the payload.
@@ -187,39 +187,58 @@ fn jhash_matches_the_kernel() {
 
 #[test]
 fn mpath_in_range_and_zero_without_paths() {
-    for port in [0u16, 1, 4000, 65535] {
-        assert_eq!(mpath_of(port, 99, 0), 0);
-        assert_eq!(mpath_of(port, 99, 1), 0);
+    for key in [0u32, 1, 4000, 65535, 0xffff_ffff] {
+        assert_eq!(mpath_of(key, 0), 0);
+        assert_eq!(mpath_of(key, 1), 0);
         for n in [2, 4, 8, 16] {
-            assert!(mpath_of(port, 99, n) < n.min(MPATH_MAX));
+            assert!(mpath_of(key, n) < n.min(MPATH_MAX));
         }
     }
-    assert_eq!(mpath_of(4000, 0, 8), 0xca59_0529 & 7);
+    assert_eq!(mpath_of(4000, 8), 0xca59_0529 & 7);
     // A peer may offer a count that is not a power of two: the path is still below it.
-    for port in 0..2000u16 {
+    for key in 0..2000u32 {
         for n in 2..=8 {
-            assert!(mpath_of(port, 7, n) < n);
+            assert!(mpath_of(key * 7919, n) < n);
         }
     }
 }
 
 #[test]
+fn both_ends_of_an_exchange_take_one_path() {
+    for a in (0..65535u16).step_by(97) {
+        for b in (0..65535u16).step_by(101) {
+            assert_eq!(mpath_key(a, b), mpath_key(b, a));
+            assert_eq!(mpath_of(mpath_key(a, b), 8), mpath_of(mpath_key(b, a), 8));
+        }
+    }
+    // The ports themselves, not only their sum or either one, make the key.
+    assert_ne!(mpath_key(4000, 4001), mpath_key(4001, 4001));
+    assert_ne!(mpath_key(1, 4), mpath_key(2, 3));
+    // The paths of one port's exchanges with many ports spread over all 8.
+    let mut seen = [false; 8];
+    for d in 4000..4200u16 {
+        seen[mpath_of(mpath_key(18634, d), 8) as usize] = true;
+    }
+    assert!(seen.iter().all(|&s| s));
+}
+
+#[test]
 fn path_known_before_and_after_the_handshake() {
-    for port in 0..4000u16 {
-        let seed = u32::from(port).wrapping_mul(2_654_435_761);
-        // Before: the sockets MPATH_MAX paths put on path 0 go there, the others wait.
-        let before = mpath_known(port, seed, 0);
-        match mpath_of(port, seed, MPATH_MAX) {
+    for k in 0..4000u32 {
+        let key = k.wrapping_mul(2_654_435_761);
+        // Before: the keys MPATH_MAX paths put on path 0 go there, the others wait.
+        let before = mpath_known(key, 0);
+        match mpath_of(key, MPATH_MAX) {
             0 => assert_eq!(before, Some(0)),
             _ => assert_eq!(before, None),
         }
         // After: always known, below the count.
         for n in 1..=8 {
-            let p = mpath_known(port, seed, n).unwrap();
+            let p = mpath_known(key, n).unwrap();
             assert!(p < n);
-            assert_eq!(p, mpath_of(port, seed, n));
+            assert_eq!(p, mpath_of(key, n));
         }
-        assert_eq!(mpath_known(port, seed, 1), Some(0));
+        assert_eq!(mpath_known(key, 1), Some(0));
     }
 }
 
