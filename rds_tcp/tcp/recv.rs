@@ -331,14 +331,8 @@ impl Link {
                         *compact = true;
                         return Taken::Stopped(pos);
                     }
-                    let complete = match rx.stream.next_payload(n) {
-                        Some(StreamStep::Payload { complete, .. }) => complete,
-                        _ => false,
-                    };
                     pos += n;
-                    if complete {
-                        self.complete(rx);
-                    }
+                    self.took_payload(rx, n);
                 }
                 Cur::Filling(Incoming {
                     data: Body::Copy(data),
@@ -368,14 +362,8 @@ impl Link {
                         data.advance(n);
                         placed += n;
                     }
-                    let complete = match rx.stream.next_payload(placed) {
-                        Some(StreamStep::Payload { complete, .. }) => complete,
-                        _ => false,
-                    };
                     pos += placed;
-                    if complete {
-                        self.complete(rx);
-                    } else if placed < want {
+                    if !self.took_payload(rx, placed) && placed < want {
                         // A copy failed: only a broken skb does that (the memory is all
                         // there).
                         self.broken(rx);
@@ -444,6 +432,19 @@ impl Link {
         if empty {
             self.complete(rx);
         }
+    }
+
+    /// `n` payload bytes were taken: the stream moves past them, and a message they complete
+    /// goes to the core. Whether they completed one.
+    fn took_payload(&self, rx: &mut RxState, n: usize) -> bool {
+        let complete = matches!(
+            rx.stream.next_payload(n),
+            Some(StreamStep::Payload { complete: true, .. })
+        );
+        if complete {
+            self.complete(rx);
+        }
+        complete
     }
 
     /// A message is complete: it goes to the core.
