@@ -238,28 +238,11 @@ impl Link {
         if !*compact {
             return true;
         }
-        let mut at = 0;
-        while at < chain.len() {
-            let n = match data.target(chain.len() - at) {
-                Ok(Target::Bytes(dst)) => {
-                    let n = dst.len();
-                    if n == 0 || chain.read(at, dst).is_err() {
-                        break;
-                    }
-                    n
-                }
-                Ok(Target::Page(page, off, n)) => {
-                    if n == 0 || chain.copy_to_page(at, page, off, n).is_err() {
-                        break;
-                    }
-                    n
-                }
-                Err(_) => break,
-            };
-            data.advance(n);
-            at += n;
-        }
-        if at != chain.len() {
+        let placed = fill(&mut data, chain.len(), |at, target| match target {
+            Target::Bytes(dst) => chain.read(at, dst),
+            Target::Page(page, off, n) => chain.copy_to_page(at, page, off, n),
+        });
+        if placed != chain.len() {
             // Only a broken skb fails a copy.
             drop(rx);
             return false;
@@ -341,27 +324,10 @@ impl Link {
                     // Payload: straight into the message's memory, then the stream advances
                     // by what was placed.
                     let want = len - pos;
-                    let mut placed = 0;
-                    while placed < want {
-                        let n = match data.target(want - placed) {
-                            Ok(Target::Bytes(dst)) => {
-                                let n = dst.len();
-                                if n == 0 || skb.copy(pos + placed, dst).is_err() {
-                                    break;
-                                }
-                                n
-                            }
-                            Ok(Target::Page(page, off, n)) => {
-                                if n == 0 || skb.copy_to_page(pos + placed, page, off, n).is_err() {
-                                    break;
-                                }
-                                n
-                            }
-                            Err(_) => break,
-                        };
-                        data.advance(n);
-                        placed += n;
-                    }
+                    let placed = fill(data, want, |at, target| match target {
+                        Target::Bytes(dst) => skb.copy(pos + at, dst),
+                        Target::Page(page, off, n) => skb.copy_to_page(pos + at, page, off, n),
+                    });
                     pos += placed;
                     if !self.took_payload(rx, placed) && placed < want {
                         // A copy failed: only a broken skb does that (the memory is all
@@ -467,6 +433,32 @@ impl Link {
         rx.cur = Cur::Broken;
         self.conn.drop_connection();
     }
+}
+
+/// Fills up to `want` bytes of `data` from a source, `copy(at, target)` copying the source's
+/// bytes from `at` (counted from where this fill started) into the target; returns the bytes
+/// placed, short when a copy fails or `data` is full.
+fn fill(
+    data: &mut PayloadBuilder,
+    want: usize,
+    mut copy: impl FnMut(usize, Target<'_>) -> Result,
+) -> usize {
+    let mut placed = 0;
+    while placed < want {
+        let Ok(target) = data.target(want - placed) else {
+            break;
+        };
+        let n = match &target {
+            Target::Bytes(dst) => dst.len(),
+            Target::Page(_, _, n) => *n,
+        };
+        if n == 0 || copy(placed, target).is_err() {
+            break;
+        }
+        data.advance(n);
+        placed += n;
+    }
+    placed
 }
 
 /// The memory for a message of `len` payload bytes.
