@@ -85,17 +85,22 @@ fn sockets_obs(l: &[SocketInfo]) -> String {
     v.join(",")
 }
 
-fn conns_obs(l: &[ConnectionInfo]) -> String {
+/// The connections of `l`, with their sequence numbers when `seqs` (not compared over TCP:
+/// see the module's comment).
+fn conns_obs(l: &[ConnectionInfo], seqs: bool) -> String {
     let mut v: Vec<String> = l
         .iter()
         .map(|c| {
             format!(
-                "{}>{} {} tx={} rx={} flags={}{}",
+                "{}>{} {}{} flags={}{}",
                 ip_obs(&c.laddr),
                 ip_obs(&c.faddr),
                 c.transport,
-                c.next_tx_seq,
-                c.next_rx_seq,
+                if seqs {
+                    format!(" tx={} rx={}", c.next_tx_seq, c.next_rx_seq)
+                } else {
+                    String::new()
+                },
                 c.flags,
                 c.tos.map_or(String::new(), |t| format!(" tos={t}"))
             )
@@ -124,26 +129,6 @@ fn msgs_obs(l: &[MessageInfo]) -> String {
                 m.fport,
                 m.flags,
                 m.tos
-            )
-        })
-        .collect();
-    v.sort();
-    crate::util::joined_or_none(&v, ",")
-}
-
-/// The connections of `l`, without their sequence numbers (over TCP, see the module's
-/// comment).
-fn conns_obs_tcp(l: &[ConnectionInfo]) -> String {
-    let mut v: Vec<String> = l
-        .iter()
-        .map(|c| {
-            format!(
-                "{}>{} {} flags={}{}",
-                ip_obs(&c.laddr),
-                ip_obs(&c.faddr),
-                c.transport,
-                c.flags,
-                c.tos.map_or(String::new(), |t| format!(" tos={t}"))
             )
         })
         .collect();
@@ -394,7 +379,7 @@ fn ns_body(r: &mut Report) -> Result<(), String> {
         for l in [&conns, &conns6] {
             println!(
                 "# connections with sequence numbers: {}",
-                l.as_ref().map_or_else(err_name, |l| conns_obs(l))
+                l.as_ref().map_or_else(err_name, |l| conns_obs(l, true))
             );
         }
         (
@@ -417,16 +402,7 @@ fn ns_body(r: &mut Report) -> Result<(), String> {
         )
     };
     let obs = |l: &std::io::Result<Vec<ConnectionInfo>>| {
-        l.as_ref().map_or_else(
-            err_name,
-            |l| {
-                if tcp {
-                    conns_obs_tcp(l)
-                } else {
-                    conns_obs(l)
-                }
-            },
-        )
+        l.as_ref().map_or_else(err_name, |l| conns_obs(l, !tcp))
     };
     put("info_connections_list", obs(&conns), &want4);
     // The near end has a's IPv4 connection and e6's over TCP; loopback three.
