@@ -309,6 +309,14 @@ impl Attached {
         unsafe { raw::rds_rs_tcp_write_seq(self.as_ptr()) }
     }
 
+    /// Sets or clears `TCP_CORK`: while set, TCP sends only full segments; clearing it pushes
+    /// what is queued.
+    pub(crate) fn set_cork(&self, on: bool, _ctx: &ProcessCtx) {
+        // SAFETY: The socket is live (owned); setting the option takes the socket lock, which
+        // `_ctx` allows.
+        unsafe { raw::rds_rs_tcp_set_cork(self.as_ptr(), on) }
+    }
+
     /// Queues a copy of `buf` without blocking: the bytes taken (perhaps fewer), `EAGAIN`
     /// when none fit. `more`: more of the same message follows.
     pub(crate) fn send_bytes(&self, buf: &[u8], more: bool, _ctx: &ProcessCtx) -> Sent {

@@ -584,6 +584,11 @@ int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, str
 	return ret;
 }
 
+void rds_rs_tcp_set_cork(struct socket *sock, bool on)
+{
+	tcp_sock_set_cork(sock->sk, on);
+}
+
 int rds_rs_tcp_send_bytes(struct socket *sock, const void *buf, size_t len, bool more)
 {
 	struct msghdr msg = {

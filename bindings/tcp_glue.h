@@ -86,6 +86,7 @@ int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, str
 
 /* Sends without blocking: the number of bytes taken, -EAGAIN when none fit. `more`: more of
  * the same message follows (MSG_MORE). A page is handed to TCP by reference. */
+void rds_rs_tcp_set_cork(struct socket *sock, bool on);
 int rds_rs_tcp_send_bytes(struct socket *sock, const void *buf, size_t len, bool more);
 int rds_rs_tcp_send_page(struct socket *sock, struct page *page, size_t off, size_t len,
 			 bool more);

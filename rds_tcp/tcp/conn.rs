@@ -61,6 +61,11 @@ pub(super) struct Current {
     /// The header of the message being sent (written when the drain starts a message, read
     /// while it sends the rest).
     pub(super) tx_hdr: [u8; crate::proto::HEADER_LEN],
+    /// The socket is corked for the drain in progress (set before a send that gains from
+    /// it, cleared by [`ConnTransport::xmit_complete`]).
+    pub(super) corked: bool,
+    /// The messages the drain in progress has sent whole on this socket.
+    pub(super) drain_sent: u32,
 }
 
 impl Current {
@@ -69,6 +74,8 @@ impl Current {
             sock,
             link,
             tx_hdr: [0; crate::proto::HEADER_LEN],
+            corked: false,
+            drain_sent: 0,
         }
     }
 }
@@ -589,6 +596,10 @@ impl ConnTransport for TcpConn {
         ctx: &ProcessCtx,
     ) -> Result<(), XmitError> {
         super::send::xmit(self, conn, msg, progress, ctx)
+    }
+
+    fn xmit_complete(&self, _conn: &Arc<Conn>, ctx: &ProcessCtx) {
+        super::send::uncork(self, ctx);
     }
 }
 

@@ -22,6 +22,7 @@ use crate::proto::{is_hs_probe, Ext, Stat, HEADER_LEN, MPATH_MAX};
 use crate::stats;
 use crate::transport::{XmitError, XmitProgress};
 use core::sync::atomic::Ordering;
+use kernel::page::PAGE_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -39,6 +40,14 @@ pub(super) fn xmit(
         return Err(XmitError::Full);
     };
     let len = msg.len as usize;
+    if !cur.corked && (cur.drain_sent > 0 || HEADER_LEN + len > PAGE_SIZE) {
+        // As C's `rds_tcp_xmit_path_prepare`: the drain's messages go out in full segments,
+        // pushed when it ends ([`uncork`]). Not for a drain's first message when it fits a
+        // page: its header and payload go in one segment anyway (the header is sent with
+        // `MSG_MORE`), and a drain of one such message (depth 1) saves the two socket locks.
+        cur.sock.set_cork(true, ctx);
+        cur.corked = true;
+    }
     if progress.sent == 0 {
         let total = (HEADER_LEN + len) as u32;
         let start = cur.sock.write_seq();
@@ -107,5 +116,18 @@ pub(super) fn xmit(
             }
         }
     }
+    cur.drain_sent = cur.drain_sent.saturating_add(1);
     Ok(())
+}
+
+/// The end of a drain: uncorks the socket, which pushes what the drain left queued (C:
+/// `rds_tcp_xmit_path_complete`).
+pub(super) fn uncork(tc: &TcpConn, ctx: &ProcessCtx) {
+    if let Some(cur) = tc.state.lock().as_mut() {
+        if cur.corked {
+            cur.sock.set_cork(false, ctx);
+            cur.corked = false;
+        }
+        cur.drain_sent = 0;
+    }
 }
