@@ -27,8 +27,8 @@ fns+='|_raw_spin_lock_bh|_raw_spin_unlock_bh|_raw_spin_lock|_raw_spin_unlock'
 types='socket|sock|proto|proto_ops|net_proto_family|msghdr|sockaddr|ib_client|ib_device'
 types+='|ib_send_wr|ib_recv_wr|ib_wc|ib_cq|ib_pd|ib_qp|ib_qp_init_attr|rdma_cm_id|rdma_cm_event'
 types+='|rdma_conn_param|sock_type|sock_flags|wait_queue_head|poll_table_struct|file|workqueue_struct'
-types+='|ib_cqe|rds_rs_ib_attrs'
-vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net|RDS_RS_IB_.*|jiffies'
+types+='|ib_cqe|rds_rs_ib_attrs|rds_rs_page_ref'
+vars='SOCK_.*|AF_.*|PF_.*|SOL_.*|MSG_.*|E[A-Z0-9]*|init_net|RDS_RS_IB_.*|RDS_RS_TCP_.*|jiffies'
 
 mkdir -p "$out"
 cd "$kdir"

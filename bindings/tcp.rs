@@ -17,6 +17,7 @@ use super::net::NetId;
 use super::raw;
 use super::sync::ProcessCtx;
 use core::ffi::c_void;
+use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::to_result;
@@ -287,6 +288,79 @@ unsafe impl Sync for Attached {}
 /// The outcome of a send that did not block.
 pub(crate) type Sent = Result<usize>;
 
+/// The most pieces a [`PageBatch`] holds.
+pub(crate) const PAGE_BATCH: usize = raw::RDS_RS_TCP_PAGE_BATCH as usize;
+
+/// Pieces of pages for one [`Attached::send_pages`], borrowed for `'a`.
+///
+/// # Invariants
+///
+/// The first `n` entries of `refs` are pieces of pages that stay referenced for `'a`, each
+/// inside its page; `len` is the sum of their lengths.
+pub(crate) struct PageBatch<'a> {
+    refs: [raw::rds_rs_page_ref; PAGE_BATCH],
+    n: usize,
+    len: usize,
+    _pages: PhantomData<&'a Page>,
+}
+
+impl<'a> PageBatch<'a> {
+    /// No pieces.
+    pub(crate) fn new() -> Self {
+        // INVARIANT: no entry is in use.
+        Self {
+            refs: [raw::rds_rs_page_ref::default(); PAGE_BATCH],
+            n: 0,
+            len: 0,
+            _pages: PhantomData,
+        }
+    }
+
+    /// Adds `len` bytes of `page` at `off`; false when the batch is full or the range is not
+    /// inside the page.
+    pub(crate) fn push_page(&mut self, page: &'a Page, off: usize, len: usize) -> bool {
+        self.push(page.as_ptr().cast(), off, len)
+    }
+
+    /// Adds `len` bytes at `off` of a page of a zero-copy payload (as
+    /// [`PageBatch::push_page`]).
+    pub(crate) fn push_user(&mut self, page: UserPage<'a>, off: usize, len: usize) -> bool {
+        self.push(page.as_raw(), off, len)
+    }
+
+    fn push(&mut self, page: *mut raw::page, off: usize, len: usize) -> bool {
+        let inside = off
+            .checked_add(len)
+            .is_some_and(|end| end <= kernel::page::PAGE_SIZE);
+        let (Ok(o), Ok(l)) = (u32::try_from(off), u32::try_from(len)) else {
+            return false;
+        };
+        let Some(slot) = self.refs.get_mut(self.n).filter(|_| inside) else {
+            return false;
+        };
+        // INVARIANT: the page is referenced for `'a` (the callers' borrows) and the range is
+        // inside it (checked).
+        *slot = raw::rds_rs_page_ref {
+            page,
+            off: o,
+            len: l,
+        };
+        self.n += 1;
+        self.len += len;
+        true
+    }
+
+    /// Whether the batch holds no piece.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The bytes the pieces hold.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 impl Attached {
     fn as_ptr(&self) -> *mut raw::socket {
         self.sock.as_ptr()
@@ -328,52 +402,16 @@ impl Attached {
         sent(r)
     }
 
-    /// Queues `len` bytes of `page` at `off` by reference (TCP holds the page until it no
-    /// longer needs it), without blocking; as [`Attached::send_bytes`].
-    pub(crate) fn send_page(
-        &self,
-        page: &Page,
-        off: usize,
-        len: usize,
-        more: bool,
-        _ctx: &ProcessCtx,
-    ) -> Sent {
-        // SAFETY: `page` is an allocated page, alive while borrowed.
-        unsafe { self.send_raw_page(page.as_ptr().cast(), off, len, more) }
-    }
-
-    /// Sends `len` bytes at `off` in a page of a zero-copy payload by reference (as
-    /// [`Attached::send_page`]).
-    pub(crate) fn send_user_page(
-        &self,
-        page: UserPage<'_>,
-        off: usize,
-        len: usize,
-        more: bool,
-        _ctx: &ProcessCtx,
-    ) -> Sent {
-        // SAFETY: The page is referenced while `page` borrows its `UserPages`.
-        unsafe { self.send_raw_page(page.as_raw(), off, len, more) }
-    }
-
-    /// [`Attached::send_page`] for a page given by pointer (process context, as the callers).
-    ///
-    /// # Safety
-    ///
-    /// `page` points to a page that stays valid during the call.
-    unsafe fn send_raw_page(
-        &self,
-        page: *mut raw::page,
-        off: usize,
-        len: usize,
-        more: bool,
-    ) -> Sent {
-        if off > kernel::page::PAGE_SIZE || len > kernel::page::PAGE_SIZE - off {
-            return Err(EINVAL);
-        }
-        // SAFETY: The socket is live (owned); `page` is valid (our requirement), TCP takes its
-        // own reference, and the range is inside it (checked); the callers are in process context.
-        let r = unsafe { raw::rds_rs_tcp_send_page(self.as_ptr(), page, off, len, more) };
+    /// Queues the pieces of `batch` by reference in one send (TCP holds the pages until it no
+    /// longer needs them), without blocking: the bytes taken from the start (perhaps fewer
+    /// than all), `EAGAIN` when none fit. `more`: more of the same message follows.
+    pub(crate) fn send_pages(&self, batch: &PageBatch<'_>, more: bool, _ctx: &ProcessCtx) -> Sent {
+        let n = u32::try_from(batch.n).map_err(|_| EINVAL)?;
+        // SAFETY: The socket is live (owned); the first `batch.n` entries are pieces of pages
+        // referenced while `batch` borrows them, each inside its page (`PageBatch`'s
+        // invariant), and at most `RDS_RS_TCP_PAGE_BATCH` of them; TCP takes its own
+        // references; the callers are in process context (`_ctx`).
+        let r = unsafe { raw::rds_rs_tcp_send_pages(self.as_ptr(), batch.refs.as_ptr(), n, more) };
         sent(r)
     }
 

@@ -603,17 +603,29 @@ int rds_rs_tcp_send_bytes(struct socket *sock, const void *buf, size_t len, bool
 	return kernel_sendmsg(sock, &msg, &vec, 1, len);
 }
 
-int rds_rs_tcp_send_page(struct socket *sock, struct page *page, size_t off, size_t len,
-			 bool more)
+/* Hands `nr` pieces of pages to TCP by reference in one sendmsg (one socket lock, one push
+ * decision): the payload pages of a message, so that TCP builds its segments from them
+ * in one go (C sends page by page). */
+int rds_rs_tcp_send_pages(struct socket *sock, const struct rds_rs_page_ref *refs, unsigned int nr,
+			  bool more)
 {
 	struct msghdr msg = {
 		.msg_flags = MSG_SPLICE_PAGES | MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
-	struct bio_vec bvec;
+	struct bio_vec bvec[RDS_RS_TCP_PAGE_BATCH];
+	size_t len = 0;
+	unsigned int i;
 
+	if (nr == 0 || nr > RDS_RS_TCP_PAGE_BATCH)
+		return -EINVAL;
+	for (i = 0; i < nr; i++) {
+		if (refs[i].off > PAGE_SIZE || refs[i].len > PAGE_SIZE - refs[i].off)
+			return -EINVAL;
+		bvec_set_page(&bvec[i], refs[i].page, refs[i].len, refs[i].off);
+		len += refs[i].len;
+	}
 	set_bit(SOCK_NOSPACE, &sock->flags);
-	bvec_set_page(&bvec, page, len, off);
-	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, &bvec, 1, len);
+	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bvec, nr, len);
 	return sock_sendmsg(sock, &msg);
 }
 

@@ -88,8 +88,18 @@ int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, str
  * the same message follows (MSG_MORE). A page is handed to TCP by reference. */
 void rds_rs_tcp_set_cork(struct socket *sock, bool on);
 int rds_rs_tcp_send_bytes(struct socket *sock, const void *buf, size_t len, bool more);
-int rds_rs_tcp_send_page(struct socket *sock, struct page *page, size_t off, size_t len,
-			 bool more);
+/* A piece of a page for rds_rs_tcp_send_pages: `len` bytes at `off`, inside the page. */
+struct rds_rs_page_ref {
+	struct page *page;
+	unsigned int off;
+	unsigned int len;
+};
+
+/* The most pieces one rds_rs_tcp_send_pages takes. */
+#define RDS_RS_TCP_PAGE_BATCH 16
+
+int rds_rs_tcp_send_pages(struct socket *sock, const struct rds_rs_page_ref *refs, unsigned int nr,
+			  bool more);
 
 /* Whether `addr` (with IPv6 scope `scope_id`) is an address of this host in `net`. */
 bool rds_rs_tcp_addr_local(struct net *net, const u8 addr[16], u32 scope_id);

@@ -16,8 +16,9 @@
 
 use super::conn::TcpConn;
 use crate::bindings::sync::ProcessCtx;
+use crate::bindings::tcp::PageBatch;
 use crate::conn::Conn;
-use crate::message::{Frag, Message};
+use crate::message::{Frag, Message, Payload};
 use crate::proto::{is_hs_probe, Ext, Stat, HEADER_LEN, MPATH_MAX};
 use crate::stats;
 use crate::transport::{XmitError, XmitProgress};
@@ -75,24 +76,21 @@ pub(super) fn xmit(
             sock.send_bytes(part, len > 0, ctx)
         } else {
             let off = progress.sent - HEADER_LEN;
-            let frag = msg.data.frag_at(off);
-            let more = frag
-                .as_ref()
-                .is_some_and(|(f, at)| off + (f.len() - at) < len);
-            match frag {
-                Some((Frag::Page(p, o, n), at)) if at < n => {
-                    sock.send_page(p, o + at, n - at, more, ctx)
-                }
-                Some((Frag::User(p, o, n), at)) if at < n => {
-                    sock.send_user_page(p, o + at, n - at, more, ctx)
-                }
+            match msg.data.frag_at(off) {
                 Some((Frag::Bytes(b), at)) if at < b.len() => {
+                    let more = off + (b.len() - at) < len;
                     sock.send_bytes(b.get(at..).unwrap_or(&[]), more, ctx)
                 }
-                // The payload does not cover its length: never for the core's messages.
-                _ => {
-                    conn.drop_connection();
-                    return Err(XmitError::Full);
+                first => {
+                    // Pages from here on, up to a batch of them in one send.
+                    let batch = page_batch(&msg.data, first, off, len);
+                    if batch.is_empty() {
+                        // The payload does not cover its length: never for the core's
+                        // messages.
+                        conn.drop_connection();
+                        return Err(XmitError::Full);
+                    }
+                    sock.send_pages(&batch, off + batch.len() < len, ctx)
                 }
             }
         };
@@ -118,6 +116,36 @@ pub(super) fn xmit(
     }
     cur.drain_sent = cur.drain_sent.saturating_add(1);
     Ok(())
+}
+
+/// The pages of `data` from byte `off` on (`first`: its fragment there), as many as a batch
+/// takes, up to the first fragment that is not a page (or the end, `len`). Empty when `first`
+/// is not a page (or there is none).
+fn page_batch<'a>(
+    data: &'a Payload,
+    first: Option<(Frag<'a>, usize)>,
+    off: usize,
+    len: usize,
+) -> PageBatch<'a> {
+    let mut batch = PageBatch::new();
+    let mut pos = off;
+    let mut next = first;
+    while let Some((frag, at)) = next {
+        let added = match frag {
+            Frag::Page(p, o, n) if at < n => batch.push_page(p, o + at, n - at),
+            Frag::User(p, o, n) if at < n => batch.push_user(p, o + at, n - at),
+            _ => false,
+        };
+        if !added {
+            break;
+        }
+        pos += frag.len() - at;
+        if pos >= len {
+            break;
+        }
+        next = data.frag_at(pos);
+    }
+    batch
 }
 
 /// The end of a drain: uncorks the socket, which pushes what the drain left queued (C:
