@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build (or reuse) a guest kernel from Debian's linux-source-6.12.
-#   scripts/kernel.sh plain|debug      -> prints the build directory on stdout
+#   scripts/kernel.sh plain|debug|leak -> prints the build directory on stdout
 # The build lives in $CACHE_DIR (outside git), keyed by the kernel package version, the rustc and
 # bindgen versions, the config fragments, the patches and RECIPE below. A matching finished build
 # is reused.
@@ -12,11 +12,13 @@ top=$(cd "$here/.." && pwd)
 # Bump when a change to this script changes what it builds (not for messages or comments).
 RECIPE=1
 
-variant=${1:?usage: kernel.sh plain|debug}
+variant=${1:?usage: kernel.sh plain|debug|leak}
 case "$variant" in
   plain) frags=("$top/kernel/base.config" "$top/kernel/plain.config"); llvm=() ;;
   debug) frags=("$top/kernel/base.config" "$top/kernel/debug.config"); llvm=(LLVM=1) ;;
-  *) die "unknown kernel variant '$variant' (plain or debug)" ;;
+  leak) frags=("$top/kernel/base.config" "$top/kernel/plain.config" "$top/kernel/leak.config")
+        llvm=() ;;
+  *) die "unknown kernel variant '$variant' (plain, debug or leak)" ;;
 esac
 
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) || die "linux-source-6.12 not installed (run scripts/setup.sh)"
