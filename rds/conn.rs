@@ -1326,6 +1326,12 @@ impl Conn {
         self.inner.lock().rx.restore(saved);
     }
 
+    /// Moves the receive side's expected sequence number up to what another path's
+    /// connection reached on this path's numbers ([`crate::proto::RxSeq::absorb`]).
+    pub(crate) fn absorb_rx(&self, reached: SavedRx) {
+        self.inner.lock().rx.absorb(reached);
+    }
+
     /// Calls `f` for each queued message until it fails (under the connection's lock: `f`
     /// must not sleep).
     pub(crate) fn try_for_each_queued(&self, mut f: impl FnMut(&Message) -> Result) -> Result {

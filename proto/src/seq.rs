@@ -134,6 +134,14 @@ impl RxSeq {
     pub fn restore(&mut self, saved: SavedRx) {
         *self = saved.0;
     }
+
+    /// Takes in what another path's connection reached on this path's numbers ([`RxSeq::save`]
+    /// of it before [`RxSeq::restore`]): the path it really was then expects at least as far
+    /// (never less), so that the peer's retransmissions of what that connection delivered,
+    /// which TCP had not acknowledged when it was dropped, go as old rather than twice.
+    pub fn absorb(&mut self, reached: SavedRx) {
+        self.next = self.next.max(reached.0.next);
+    }
 }
 
 /// Transmit-side sequence numbers of one connection path (C

@@ -118,6 +118,20 @@ fn rx_given_back_after_a_misplaced_connection() {
     }
     // What path 0 had received before still goes as old.
     assert_eq!(path0.check(4, true), SeqCheck::OldRetransmission);
+    // Path 3 takes in what the misplaced connection reached: the peer's retransmissions of
+    // 40 and 41 on the real path 3 go as old, 42 is new.
+    let mut path3 = RxSeq::new();
+    path3.absorb(kept.save());
+    assert_eq!(path3.check(40, true), SeqCheck::OldRetransmission);
+    assert_eq!(path3.check(41, true), SeqCheck::OldRetransmission);
+    assert_eq!(path3.check(42, true), SeqCheck::Accept);
+    // Never backwards.
+    let mut ahead = RxSeq {
+        next: 100,
+        ..RxSeq::new()
+    };
+    ahead.absorb(kept.save());
+    assert_eq!(ahead.next, 100);
 }
 
 #[test]

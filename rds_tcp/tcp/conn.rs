@@ -506,9 +506,22 @@ impl Current {
         // by that path's, and its own retransmissions would be dropped as old.
         let c = &link.conn;
         if let (Some(saved), Some(fport)) = (link.saved_rx, fport) {
-            if misplaced(c.npaths(), c.peer_sport_idx(), fport, u32::from(c.key.path)) {
+            let (n, idx) = (c.npaths(), c.peer_sport_idx());
+            if misplaced(n, idx, fport, u32::from(c.key.path)) {
                 stats::inc(Stat::RsTcpRxSeqRestored);
+                let reached = c.save_rx();
                 c.restore_rx(saved);
+                // The path it really was takes in what it delivered: TCP may not have
+                // acknowledged the last of it when it was reset, and the peer then sends that
+                // again on the real path, marked retransmitted. (Only when it delivered
+                // something, and only from path 0, where a socket goes before the handshake.)
+                let real = accepted_path(n, idx, fport).and_then(|j| u8::try_from(j).ok());
+                let live = !c.is_destroyed();
+                if let (Some(j), true, 0, true) = (real, reached != saved, c.key.path, live) {
+                    if let Ok(cj) = c.shared.conns.path(c, j, true, ctx) {
+                        cj.absorb_rx(reached);
+                    }
+                }
             }
         }
     }
