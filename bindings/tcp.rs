@@ -406,12 +406,11 @@ impl Attached {
     /// longer needs them), without blocking: the bytes taken from the start (perhaps fewer
     /// than all), `EAGAIN` when none fit. `more`: more of the same message follows.
     pub(crate) fn send_pages(&self, batch: &PageBatch<'_>, more: bool, _ctx: &ProcessCtx) -> Sent {
+        let (sock, refs) = (self.as_ptr(), batch.refs.as_ptr());
         let n = u32::try_from(batch.n).map_err(|_| EINVAL)?;
-        // SAFETY: The socket is live (owned); the first `batch.n` entries are pieces of pages
-        // referenced while `batch` borrows them, each inside its page (`PageBatch`'s
-        // invariant), and at most `RDS_RS_TCP_PAGE_BATCH` of them; TCP takes its own
-        // references; the callers are in process context (`_ctx`).
-        let r = unsafe { raw::rds_rs_tcp_send_pages(self.as_ptr(), batch.refs.as_ptr(), n, more) };
+        // SAFETY: `sock` is live (owned); `refs` holds `n <= PAGE_BATCH` pieces, each inside a
+        // page referenced while `batch` is borrowed (`PageBatch`'s invariant); process context.
+        let r = unsafe { raw::rds_rs_tcp_send_pages(sock, refs, n, more) };
         sent(r)
     }
 

@@ -84,9 +84,11 @@ size_t rds_rs_msg_copy_skb(struct msghdr *msg, const struct sk_buff *skb, unsign
 int rds_rs_tcp_skb_copy_to_page(const struct sk_buff *skb, unsigned int off, struct page *page,
 				size_t page_off, size_t len);
 
-/* Sends without blocking: the number of bytes taken, -EAGAIN when none fit. `more`: more of
- * the same message follows (MSG_MORE). A page is handed to TCP by reference. */
+/* Sets or clears TCP_CORK (takes the socket lock). */
 void rds_rs_tcp_set_cork(struct socket *sock, bool on);
+
+/* Sends without blocking: the number of bytes taken, -EAGAIN when none fit. `more`: more of
+ * the same message follows (MSG_MORE). Pages are handed to TCP by reference. */
 int rds_rs_tcp_send_bytes(struct socket *sock, const void *buf, size_t len, bool more);
 /* A piece of a page for rds_rs_tcp_send_pages: `len` bytes at `off`, inside the page. */
 struct rds_rs_page_ref {

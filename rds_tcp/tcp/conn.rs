@@ -516,8 +516,8 @@ impl Current {
                 // again on the real path, marked retransmitted. (Only when it delivered
                 // something, and only from path 0, where a socket goes before the handshake.)
                 let real = accepted_path(n, idx, fport).and_then(|j| u8::try_from(j).ok());
-                let live = !c.is_destroyed();
-                if let (Some(j), true, 0, true) = (real, reached != saved, c.key.path, live) {
+                let wanted = reached != saved && c.key.path == 0 && !c.is_destroyed();
+                if let Some(j) = real.filter(|_| wanted) {
                     if let Ok(cj) = c.shared.conns.path(c, j, true, ctx) {
                         cj.absorb_rx(reached);
                     }
