@@ -24,7 +24,7 @@
 //!   valid and pinned until its completion (a flush completes every outstanding request when
 //!   the QP is drained).
 
-use super::mm::PinnedPages;
+use super::mm::{PinOwner, PinnedPages};
 use super::raw;
 use super::sync::ProcessCtx;
 use core::{
@@ -392,54 +392,53 @@ impl Drop for UserMr {
 
 /// A fast registration (FRWR) of pinned pages on a device (`ib_alloc_mr` + `ib_map_mr_sg`),
 /// for devices whose `ib_reg_user_mr` cannot take the address peers use (siw). It is made
-/// valid by an `IB_WR_REG_MR` work request ([`Qp::post_reg`]) and revoked when dropped
+/// valid by an `IB_WR_REG_MR` work request ([`Qp::register_mr`]) and revoked when dropped
 /// (`ib_dereg_mr`, then a grace period, then the pages are unmapped): once the drop returns,
 /// no new access of a peer finds the memory. Dropping sleeps: the owner drops it in process
 /// context.
 ///
 /// # Invariants
 ///
-/// `ptr` was returned by `rds_rs_ib_frmr_map` on `_pd` and is owned by this object; the pages
-/// it maps stay pinned until it is dropped (the safety contract of [`FastMr::map`]).
-pub(crate) struct FastMr {
+/// `ptr` was returned by `rds_rs_ib_frmr_map` on `_pd` over the pages of `_pages` and is owned
+/// by this object; `_pages` keeps them pinned until after it is freed.
+pub(crate) struct FastMr<P: PinOwner> {
     ptr: NonNull<raw::rds_rs_frmr>,
     rkey: u32,
     /// The PD it was made on, kept until after it is freed (fields drop after `drop`).
     _pd: Arc<Pd>,
+    /// The pages it maps, unpinned after it is freed.
+    _pages: P,
 }
 
-// SAFETY: The registration may be used and freed from any thread.
-unsafe impl Send for FastMr {}
-// SAFETY: Shared access only reads the r_key (a copy) or hands the pointer to a work request.
-unsafe impl Sync for FastMr {}
+// SAFETY: The registration may be used and freed from any thread; `P` is `Send`.
+unsafe impl<P: PinOwner> Send for FastMr<P> {}
+// SAFETY: Shared access only reads the r_key (a copy) or hands the pointer to a work request;
+// `P` is `Sync`.
+unsafe impl<P: PinOwner> Sync for FastMr<P> {}
 
-impl FastMr {
+impl<P: PinOwner> FastMr<P> {
     /// Maps `len` bytes of `pages` from `offset` (in the first page) into a new fast
-    /// registration on `pd`, addressed by peers from `iova`, with a fresh key. It is not
-    /// valid until an `IB_WR_REG_MR` of it completed. `EINVAL` if the device maps fewer of
-    /// the pages than asked (the caller checks `max_fast_reg_pages` first; above it, siw's
-    /// `ib_alloc_mr` fails with `ENOMEM`).
-    ///
-    /// # Safety
-    ///
-    /// The caller keeps `pages` pinned until the registration is dropped (in process
-    /// context: freeing it sleeps).
-    pub(crate) unsafe fn map(
+    /// registration on `pd`, addressed by peers from `iova`, with a fresh key; the
+    /// registration keeps `pages` (dropped with it, in process context: freeing it sleeps). It
+    /// is not valid until an `IB_WR_REG_MR` of it completed ([`Qp::register_mr`]). `EINVAL` if
+    /// the device maps fewer of the pages than asked (the caller checks `max_fast_reg_pages`
+    /// first; above it, siw's `ib_alloc_mr` fails with `ENOMEM`).
+    pub(crate) fn map(
         pd: &Arc<Pd>,
-        pages: &PinnedPages,
+        pages: P,
         offset: usize,
         len: u64,
         iova: u64,
         _ctx: &ProcessCtx,
     ) -> Result<Self> {
-        let raw_pages = pages.raw_pages();
+        let raw_pages = pages.pinned().raw_pages();
         let n = u32::try_from(raw_pages.len()).map_err(|_| EINVAL)?;
         let off = u32::try_from(offset).map_err(|_| EINVAL)?;
         let mut rkey = 0u32;
         // Allocating and mapping may sleep, which `_ctx` allows; the helper only reads the page
         // array (`cast_mut` is for its C signature).
-        // SAFETY: `pd` is live (borrowed); `raw_pages` holds `n` pages the caller keeps pinned
-        // while the registration maps them (this function's contract); `rkey` is writable.
+        // SAFETY: `pd` is live (borrowed); `raw_pages` holds `n` pinned pages of `pages`, which
+        // the registration keeps (`PinOwner`); `rkey` is writable.
         let p = from_err_ptr(unsafe {
             raw::rds_rs_ib_frmr_map(
                 pd.ptr.as_ptr(),
@@ -452,11 +451,12 @@ impl FastMr {
             )
         })?;
         let ptr = NonNull::new(p).ok_or(ENOMEM)?;
-        // INVARIANT: mapped just now on `pd`, which it holds; the caller keeps the pages.
+        // INVARIANT: mapped just now on `pd` over `pages`, both of which it holds.
         Ok(Self {
             ptr,
             rkey,
             _pd: pd.clone(),
+            _pages: pages,
         })
     }
 
@@ -475,7 +475,7 @@ impl FastMr {
     }
 }
 
-impl Drop for FastMr {
+impl<P: PinOwner> Drop for FastMr<P> {
     fn drop(&mut self) {
         // SAFETY: Owned, its PD is live and its pages pinned (type invariant); the owner
         // drops it in process context, where deregistering and the grace period may sleep.
@@ -1538,49 +1538,6 @@ impl DmaMapping {
         })
     }
 
-    /// Maps `len` bytes at `offset` (counted from the start of the first page) of pinned user
-    /// memory, a mapping per page piece, in order; `to_device` for the device to read them,
-    /// otherwise to write them (the pages are then marked dirty).
-    ///
-    /// # Safety
-    ///
-    /// `pages` stays pinned until every mapping returned is dropped.
-    pub(crate) unsafe fn pinned(
-        dev: Device,
-        pages: &PinnedPages,
-        offset: usize,
-        len: usize,
-        to_device: bool,
-    ) -> Result<KVec<Self>> {
-        let mut maps = KVec::new();
-        let mut failed = None;
-        if !to_device {
-            pages.mark_dirty();
-        }
-        pages.for_each_page(offset, len, |page, off, n| {
-            if failed.is_some() {
-                return;
-            }
-            // SAFETY: The piece is inside a page `pages` pins (`for_each_page`), and the
-            // caller keeps the pin for as long as the mappings exist.
-            let mapped = unsafe { Self::raw_page(dev, page, off, n, to_device) }
-                // A failed push drops (unmaps) the mapping.
-                .and_then(|m| maps.push(m, GFP_KERNEL).map_err(Error::from));
-            if let Err(e) = mapped {
-                failed = Some(e);
-            }
-        })?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(maps),
-        }
-    }
-
-    /// The mapped length.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// Maps a kernel buffer for the device to read.
     ///
     /// # Safety
@@ -1654,10 +1611,24 @@ pub(crate) enum Piece<'a> {
     Bytes(&'a [u8]),
 }
 
-/// What a SEND keeps alive until it completes, and where its data is.
+/// What a send-side work request keeps alive until it completes, and where its data is.
 pub(crate) trait SendSource: Send + Sync {
-    /// Piece `idx` of the data (`None`: no data).
+    /// Piece `idx` of a SEND's data (`None`: no data).
     fn piece(&self, idx: usize) -> Option<Piece<'_>>;
+
+    /// Segment `idx` of an RDMA request's local memory ([`Qp::post_rdma`]): pinned pages, the
+    /// offset of the data from the start of their first page, and its length (`None`: no
+    /// more). The pages are borrowed from `self`, which the request keeps: they stay pinned
+    /// until it completed (see [`PinOwner`]).
+    fn pinned(&self, _idx: usize) -> Option<(&PinnedPages, usize, usize)> {
+        None
+    }
+}
+
+impl SendSource for () {
+    fn piece(&self, _idx: usize) -> Option<Piece<'_>> {
+        None
+    }
 }
 
 /// What a posted send work request uses, until it completes. The mappings are dropped
@@ -1686,23 +1657,56 @@ pub(crate) const TAG_SEND: u32 = 0;
 pub(crate) const TAG_RECV: u32 = 1 << 30;
 /// See [`TAG_SEND`]: the ack-only frame.
 pub(crate) const TAG_ACK: u32 = 2 << 30;
-/// See [`TAG_SEND`]: the fence ([`Qp::post_fence`]; its completion goes to the QP's own
-/// handler, never to the owner's).
-pub(crate) const TAG_FENCE: u32 = 3 << 30;
+/// See [`TAG_SEND`]: the QP's own requests, whose completions go to its own handlers, never
+/// to the owner's: the fence ([`Qp::post_fence`]) and the registration
+/// ([`Qp::register_mr`]), told apart by the low bits.
+const TAG_OWN: u32 = 3 << 30;
+/// See [`TAG_OWN`].
+const TAG_FENCE: u32 = TAG_OWN;
+/// See [`TAG_OWN`].
+const TAG_REG: u32 = TAG_OWN | 1;
 /// The kind bits of a tag.
 pub(crate) const TAG_KIND: u32 = 3 << 30;
 
-/// The waiter of a QP's fence while it is out; handles the fence's completion.
-#[pin_data]
-struct FenceSlot {
-    #[pin]
-    waiter: super::sync::SpinLockBh<Option<Arc<Waiter>>>,
+/// A request of the QP's own (a fence or a registration) while it is out: who waits for it,
+/// and the status of its completion.
+struct OwnWait {
+    waiter: Option<Arc<Waiter>>,
+    status: Option<WcStatus>,
 }
 
-impl WcHandler for FenceSlot {
-    fn done(&self, _tag: u32, _wc: Wc) {
-        // Executed or flushed: either way the transmit side is past what came before it.
-        let w = self.waiter.lock().take();
+/// Handles the completions of one of the QP's own requests (softirq context): records the
+/// status and lets the waiter go.
+#[pin_data]
+struct OwnSlot {
+    #[pin]
+    inner: super::sync::SpinLockBh<OwnWait>,
+}
+
+impl OwnSlot {
+    fn new() -> Result<Arc<Self>> {
+        Ok(Arc::pin_init(
+            pin_init!(OwnSlot {
+                inner <- super::sync::new_spinlock_bh!(
+                    OwnWait {
+                        waiter: None,
+                        status: None,
+                    },
+                    "Qp::own"
+                ),
+            }),
+            GFP_KERNEL,
+        )?)
+    }
+}
+
+impl WcHandler for OwnSlot {
+    fn done(&self, _tag: u32, wc: Wc) {
+        let w = {
+            let mut inner = self.inner.lock();
+            inner.status = Some(wc.status);
+            inner.waiter.take()
+        };
         if let Some(w) = w {
             w.arrive();
         }
@@ -1736,8 +1740,9 @@ impl<K> Slots<K> {
 
 /// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
 /// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
-/// one for a fence ([`Qp::post_fence`]), and `nrecv` receive slots (a header buffer and a 4 KiB
-/// page each). Completions of every slot but the fence's go to `handler` with the slot's tag.
+/// one for a fence ([`Qp::post_fence`]), one for a registration ([`Qp::register_mr`]), and
+/// `nrecv` receive slots (a header buffer and a 4 KiB page each). Completions of every slot but
+/// the fence's and the registration's go to `handler` with the slot's tag.
 /// Posting is refused once [`Qp::close`]d; the object must be shut down ([`Qp::shutdown`])
 /// before it goes (its `Drop` does it otherwise), which drains the QP so that no request names
 /// its slots any more.
@@ -1760,10 +1765,13 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     ack_hdr: DmaBuf,
     /// Where [`Qp::post_fence_read`]'s byte lands (never looked at).
     sink: DmaBuf,
-    /// The send cqes, then the receive cqes, then the ack's, then the fence's.
+    /// The send cqes, then the receive cqes, then the ack's, the fence's and the
+    /// registration's.
     cqes: KVec<WrCqe>,
     /// The fence's waiter (the fence cqe's handler).
-    fence: Arc<FenceSlot>,
+    fence: Arc<OwnSlot>,
+    /// The registration's waiter and status (the registration cqe's handler).
+    reg: Arc<OwnSlot>,
     /// The idle MR the last fence named ([`Qp::post_fence`]), kept while the QP lives (replaced
     /// only in process context, by the next fence).
     #[pin]
@@ -1819,21 +1827,18 @@ impl<K: SendSource + 'static> Qp<K> {
         ctx: &ProcessCtx,
     ) -> Result<Arc<Self>> {
         let dev = pd.device();
-        let send_cq = Cq::new(dev, spec.nsend + 3, spec.vector, ctx)?;
+        let send_cq = Cq::new(dev, spec.nsend + 4, spec.vector, ctx)?;
         let recv_cq = Cq::new(dev, spec.nrecv + 1, spec.vector, ctx)?;
         let send_hdrs = DmaBuf::new(dev, spec.nsend as usize * HDR_LEN, true, ctx)?;
         let recv_hdrs = DmaBuf::new(dev, spec.nrecv as usize * HDR_LEN, false, ctx)?;
         let ack_hdr = DmaBuf::new(dev, HDR_LEN, true, ctx)?;
         let sink = DmaBuf::new(dev, 8, false, ctx)?;
         let hp: *const dyn WcHandler = &*handler;
-        let fence = Arc::pin_init(
-            pin_init!(FenceSlot {
-                waiter <- super::sync::new_spinlock_bh!(None, "Qp::fence"),
-            }),
-            GFP_KERNEL,
-        )?;
+        let fence = OwnSlot::new()?;
         let fp: *const dyn WcHandler = &*fence;
-        let total = (spec.nsend + spec.nrecv + 2) as usize;
+        let reg = OwnSlot::new()?;
+        let rp: *const dyn WcHandler = &*reg;
+        let total = (spec.nsend + spec.nrecv + 3) as usize;
         let mut cqes = KVec::with_capacity(total, GFP_KERNEL)?;
         let tags = Iterator::chain(
             Iterator::chain(
@@ -1850,6 +1855,8 @@ impl<K: SendSource + 'static> Qp<K> {
         }
         // SAFETY: As above, with `fence` kept in the object.
         cqes.push(unsafe { WrCqe::new(fp, TAG_FENCE) }, GFP_KERNEL)?;
+        // SAFETY: As above, with `reg` kept in the object.
+        cqes.push(unsafe { WrCqe::new(rp, TAG_REG) }, GFP_KERNEL)?;
         let mut sends = KVec::with_capacity(spec.nsend as usize, GFP_KERNEL)?;
         for _ in 0..spec.nsend {
             sends.push(None, GFP_KERNEL)?;
@@ -1873,6 +1880,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 sink,
                 cqes,
                 fence,
+                reg,
                 fence_mr <- kernel::new_mutex!(None, "Qp::fence_mr"),
                 _pd: pd.clone(),
                 life <- kernel::new_mutex!((), "Qp::life"),
@@ -1903,7 +1911,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 pd,
                 &q.send_cq,
                 &q.recv_cq,
-                (spec.nsend + 2, spec.nrecv + 1, q.max_sge as u32),
+                (spec.nsend + 3, spec.nrecv + 1, q.max_sge as u32),
                 &*q.events,
             )?
         };
@@ -1951,7 +1959,7 @@ impl<K: SendSource + 'static> Qp<K> {
             TAG_SEND => tag & !TAG_KIND,
             TAG_RECV => self.nsend + (tag & !TAG_KIND),
             TAG_ACK => self.nsend + self.nrecv,
-            _ => self.nsend + self.nrecv + 1,
+            _ => self.nsend + self.nrecv + 1 + (tag & !TAG_KIND),
         };
         self.cqes.get(idx as usize)
     }
@@ -2008,28 +2016,69 @@ impl<K: SendSource + 'static> Qp<K> {
         r
     }
 
-    /// Posts an RDMA work request from send slot `slot` (see [`CmIdRef::post_rdma`]): the
-    /// pieces `maps` (mapped by [`DmaMapping::pinned`]) to or from `remote` (address, r_key).
-    /// `keeper` (which owns what the mappings map) and the mappings stay in the slot until
-    /// [`Qp::complete_send`]; the mappings are unmapped before the keeper is dropped.
+    /// Posts an RDMA work request from send slot `slot` (see [`CmIdRef::post_rdma`]) to or from
+    /// `remote` (address, r_key): its local memory is the page pieces `pieces` of `keeper`'s
+    /// pinned segments ([`SendSource::pinned`]), counted from 0 over all of them in order,
+    /// mapped here for the device to read (a WRITE) or to write (a READ or an atomic
+    /// operation: the pages are then marked dirty). `keeper` and the mappings stay in the slot
+    /// until [`Qp::complete_send`], which unmaps before it lets the keeper go. Returns the
+    /// bytes the request moves. `EINVAL` when `pieces` is empty, longer than
+    /// [`Qp::max_sge`] or beyond the segments.
     pub(crate) fn post_rdma(
         &self,
         slot: u32,
         keeper: K,
-        maps: KVec<DmaMapping>,
+        pieces: core::ops::Range<usize>,
         wr: &RdmaWr,
         remote: (u64, u32),
         flags: i32,
-    ) -> Result {
+    ) -> Result<u64> {
         let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
-        if slot >= self.nsend || maps.is_empty() || maps.len() > self.max_sge {
+        if slot >= self.nsend || pieces.is_empty() || pieces.len() > self.max_sge {
+            return Err(EINVAL);
+        }
+        let to_device = matches!(wr, RdmaWr::Write);
+        let mut maps = KVec::with_capacity(pieces.len(), GFP_KERNEL)?;
+        let mut at = 0usize;
+        let mut failed = None;
+        let mut seg = 0;
+        while at < pieces.end {
+            let Some((pages, offset, len)) = keeper.pinned(seg) else {
+                break;
+            };
+            seg += 1;
+            if !to_device {
+                pages.mark_dirty();
+            }
+            pages.for_each_page(offset, len, |page, off, n| {
+                let idx = at;
+                at += 1;
+                if failed.is_some() || !pieces.contains(&idx) {
+                    return;
+                }
+                // SAFETY: The piece is inside a page that `pages` pins; `pages` is borrowed from
+                // `keeper`, which the slot keeps until after the mapping is gone (`PinOwner`).
+                let mapped = unsafe { DmaMapping::raw_page(self.dev, page, off, n, to_device) }
+                    // Room was reserved; a failed push would drop (unmap) the mapping.
+                    .and_then(|m| maps.push(m, GFP_KERNEL).map_err(Error::from));
+                if let Err(e) = mapped {
+                    failed = Some(e);
+                }
+            })?;
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if maps.len() != pieces.len() {
             return Err(EINVAL);
         }
         let mut addrs = [0u64; MAX_SGE];
         let mut lens = [0u32; MAX_SGE];
+        let mut bytes = 0u64;
         for (i, m) in maps.iter().enumerate() {
             addrs[i] = m.addr;
             lens[i] = u32::try_from(m.len).map_err(|_| EINVAL)?;
+            bytes += m.len as u64;
         }
         let n = maps.len();
         let mut slots = self.slots.lock();
@@ -2048,50 +2097,58 @@ impl<K: SendSource + 'static> Qp<K> {
                 keeper: Some(keeper),
             });
         }
-        r
+        r.map(|()| bytes)
     }
 
-    /// Posts an `IB_WR_REG_MR` of `mr` from send slot `slot` (peers may then read the
-    /// registration, and write it when `remote_write`); `keeper` stays in the slot until
-    /// [`Qp::complete_send`].
-    ///
-    /// # Safety
-    ///
-    /// `mr` stays alive until the request completed or the QP was shut down.
-    pub(crate) unsafe fn post_reg(
+    /// Posts an `IB_WR_REG_MR` of `mr` (peers may then read the registration, and write it
+    /// when `remote_write`) and waits for its completion, at most `timeout_ms`: returns its
+    /// status. After a timeout the QP is shut down ([`Qp::shutdown`]: the request is flushed)
+    /// before this returns `ETIMEDOUT`, so the device is done with `mr` whatever happens.
+    /// `EBUSY` while another registration is out; `ENOTCONN` once the QP is closed.
+    pub(crate) fn register_mr<P: PinOwner>(
         &self,
-        slot: u32,
-        keeper: K,
-        mr: &FastMr,
+        mr: &FastMr<P>,
         remote_write: bool,
-        flags: i32,
-    ) -> Result {
-        let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
-        if slot >= self.nsend {
-            return Err(EINVAL);
+        timeout_ms: u32,
+        ctx: &ProcessCtx,
+    ) -> Result<WcStatus> {
+        let cqe = self.cqe(TAG_REG).ok_or(EINVAL)?;
+        // This thread's party, and the completion's.
+        let waiter = Waiter::new()?;
+        waiter.add();
+        {
+            let slots = self.slots.lock();
+            if !slots.open {
+                return Err(super::net::enotconn());
+            }
+            // Lock order: `slots`, then the slot's own (as for the fence).
+            let mut own = self.reg.inner.lock();
+            if own.waiter.is_some() {
+                return Err(EBUSY);
+            }
+            // SAFETY: The QP exists while open (type invariant, checked under the lock); the
+            // cqe lives in this object; `mr` is borrowed until this returns, after the request
+            // completed or the QP was drained (below).
+            to_result(unsafe {
+                raw::rds_rs_ib_post_reg_mr(
+                    self.id.as_ptr(),
+                    cqe.raw(),
+                    mr.ptr.as_ptr(),
+                    remote_write,
+                    SEND_SIGNALED,
+                )
+            })?;
+            own.status = None;
+            own.waiter = Some(waiter.clone());
         }
-        let mut slots = self.slots.lock();
-        let st = slots.free_send(slot)?;
-        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
-        // cqe lives in this object, which drains the QP before it goes; the caller keeps `mr`
-        // alive until the request completed or the QP is drained.
-        let r = to_result(unsafe {
-            raw::rds_rs_ib_post_reg_mr(
-                self.id.as_ptr(),
-                cqe.raw(),
-                mr.ptr.as_ptr(),
-                remote_write,
-                flags,
-            )
-        });
-        if r.is_ok() {
-            *st = Some(Outstanding {
-                maps: KVec::new(),
-                _map: None,
-                keeper: Some(keeper),
-            });
+        waiter.arrive();
+        if !waiter.wait(timeout_ms, ctx) {
+            // The drain flushes the request: the device has let go of `mr` once it returns.
+            self.shutdown(ctx);
+            return Err(super::net::etimedout());
         }
-        r
+        let status = self.reg.inner.lock().status.take();
+        status.ok_or(EIO)
     }
 
     /// Posts an RDMA READ of one byte from send slot `slot` at `remote` (address, r_key) into
@@ -2217,8 +2274,8 @@ impl<K: SendSource + 'static> Qp<K> {
         }
         // Lock order: `slots`, then the fence's. The completion takes the fence's lock, so
         // it finds the waiter stored (below) even if it runs at once.
-        let mut f = self.fence.waiter.lock();
-        if f.is_some() {
+        let mut f = self.fence.inner.lock();
+        if f.waiter.is_some() {
             return Err(EBUSY);
         }
         // The request names no memory, only the key of `idle`, an MR of the QP's PD.
@@ -2227,13 +2284,13 @@ impl<K: SendSource + 'static> Qp<K> {
         let r = unsafe { raw::rds_rs_ib_post_fence(self.id.as_ptr(), cqe.raw(), idle.rkey()) };
         to_result(r)?;
         waiter.add();
-        *f = Some(waiter.clone());
+        f.waiter = Some(waiter.clone());
         Ok(())
     }
 
     /// A fence of this QP is out (posted, not completed).
     pub(crate) fn fence_pending(&self) -> bool {
-        self.fence.waiter.lock().is_some()
+        self.fence.inner.lock().waiter.is_some()
     }
 
     /// Moves the QP to the error state (process context): everything queued on it is

@@ -182,6 +182,19 @@ impl PinnedPages {
     }
 }
 
+/// What owns pinned pages and lends them to a device: a fast registration or a work request
+/// keeps the owner, and so the pages, until the device is done with them.
+///
+/// Why that holds for any implementation: the pages are borrowed from `self`, so they live at
+/// least as long as that borrow; after it, only dropping the owner or changing it through
+/// `&mut` could let them go (nothing unpins [`PinnedPages`] through a shared reference, and no
+/// sound container gives out a plain reference to what a shared reference may later remove),
+/// and whoever keeps the owner does neither while the device may use the pages.
+pub(crate) trait PinOwner: Send + Sync {
+    /// The pages.
+    fn pinned(&self) -> &PinnedPages;
+}
+
 impl super::sync::DropInProcess for PinnedPages {}
 
 impl Drop for PinnedPages {

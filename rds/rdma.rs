@@ -36,7 +36,7 @@
 //! high-water mark for the destination. A socket has at most [`NOTIFY_MAX`] notifications
 //! outstanding (issued or unread).
 
-use crate::bindings::mm::{MemlockUser, PinCharge, PinnedPages, PAGE_SIZE};
+use crate::bindings::mm::{MemlockUser, PinCharge, PinOwner, PinnedPages, PAGE_SIZE};
 use crate::bindings::net::{eopnotsupp, errno, Sock};
 use crate::bindings::sync::{
     flush_deferred, new_spinlock_bh, DropInProcess, ProcessCtx, ProcessDrop, SpinLockBh,
@@ -82,6 +82,12 @@ pub(crate) struct PinnedRegion {
 }
 
 impl DropInProcess for PinnedRegion {}
+
+impl PinOwner for RegPages {
+    fn pinned(&self) -> &PinnedPages {
+        &self.pages
+    }
+}
 
 /// The pages of a registration, droppable in any context.
 pub(crate) type RegPages = ProcessDrop<PinnedRegion>;

@@ -27,20 +27,16 @@ use crate::rdma::RegPages;
 use crate::stats;
 use kernel::{prelude::*, sync::Arc};
 
-/// A deregistered fast registration and its pages, which a READ RESPONSE that started before
+/// A deregistered fast registration with its pages, which a READ RESPONSE that started before
 /// the deregistration may still be reading: kept mapped and pinned until a fence round of the
-/// device is over. Dropping it unmaps (the MR goes first: fields drop in order), then unpins.
+/// device is over. Dropping it unmaps, then unpins.
 pub(super) struct Unfenced {
-    _mr: FastMr,
-    _pages: RegPages,
+    _mr: FastMr<RegPages>,
 }
 
 impl Unfenced {
-    pub(super) fn new(mr: FastMr, pages: RegPages) -> Self {
-        Self {
-            _mr: mr,
-            _pages: pages,
-        }
+    pub(super) fn new(mr: FastMr<RegPages>) -> Self {
+        Self { _mr: mr }
     }
 }
 

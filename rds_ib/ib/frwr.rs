@@ -15,7 +15,7 @@
 //! on a port rdma_cm chooses, an active id connecting to it), made at the first registration
 //! on the device and kept until the device goes. Registrations are serialised on it (a mutex:
 //! they run in process context); the registering thread waits for the completion of its
-//! `REG_MR` (a [`Waiter`], at most [`SERVICE_MS`]; a failure or a timeout tears the connection
+//! `REG_MR` ([`Qp::register_mr`], at most [`SERVICE_MS`]; a failure or a timeout tears the connection
 //! down, which flushes the request, and the registration fails with the MR freed). A
 //! connection that failed is made again at the next registration; registrations made earlier
 //! stay valid (an MR belongs to the PD, not to a QP).
@@ -36,10 +36,10 @@
 use super::mr::{DevMr, RevocableMr};
 use super::{IbDev, RESOLVE_MS};
 use crate::bindings::ib::{
-    CmAction, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, FastMr, Piece, Qp, QpEvents, QpSpec,
-    SendSource, Waiter, Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST, SEND_SIGNALED,
+    CmAction, CmEvent, CmEventKind, CmHandler, CmId, CmIdRef, FastMr, Qp, QpEvents, QpSpec, Waiter,
+    Wc, WcHandler, WcStatus, QP_EVENT_COMM_EST,
 };
-use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
+use crate::bindings::sync::ProcessCtx;
 use crate::bindings::testhooks;
 use crate::proto::Addr;
 use crate::rdma::RegPages;
@@ -54,17 +54,9 @@ use kernel::{
 /// How long the service connection may take to come up, and a `REG_MR` to complete.
 const SERVICE_MS: u32 = 5000;
 
-/// What a `REG_MR` work request keeps in its slot: nothing (the registering thread waits for
-/// its completion, and owns the MR meanwhile).
-pub(super) struct RegKeep;
-
-impl SendSource for RegKeep {
-    fn piece(&self, _idx: usize) -> Option<Piece<'_>> {
-        None
-    }
-}
-
-type SvcQp = Arc<Qp<RegKeep>>;
+/// The QP of a service connection: it posts nothing but `REG_MR`s ([`Qp::register_mr`]), so
+/// its send slots keep nothing.
+type SvcQp = Arc<Qp<()>>;
 
 /// The service connection's parts the handlers fill in.
 struct SvcInner {
@@ -78,24 +70,12 @@ struct SvcInner {
     closed: bool,
 }
 
-/// The `REG_MR` that is out: what its completion (softirq context) tells the registering
-/// thread.
-struct RegWait {
-    /// Its status, once it completed.
-    status: Option<WcStatus>,
-    /// Who waits for it.
-    waiter: Option<Arc<Waiter>>,
-}
-
 /// The state the handlers and completions of one service connection share.
 #[pin_data]
 struct SvcState {
     dev: Arc<IbDev>,
     #[pin]
     inner: Mutex<SvcInner>,
-    /// Taken by the completions (softirq context) too.
-    #[pin]
-    reg: SpinLockBh<RegWait>,
     /// An error event, a failed completion or a QP event: the connection is not used again.
     broken: AtomicBool,
     /// The thread that started the connection waits for it: its one other party arrives
@@ -156,20 +136,11 @@ impl SvcState {
 }
 
 impl WcHandler for SvcState {
-    /// Softirq context: the registering thread frees the request's slot once it learned the
-    /// status ([`reg_locked`]).
-    fn done(&self, _tag: u32, wc: Wc) {
-        if wc.status != WcStatus::Success {
-            self.fail();
-        }
-        let w = {
-            let mut reg = self.reg.lock();
-            reg.status = Some(wc.status);
-            reg.waiter.take()
-        };
-        if let Some(w) = w {
-            w.arrive();
-        }
+    /// Softirq context. The service posts no work request of the owner's (a `REG_MR`'s
+    /// completion goes to the QP's own handler, [`Qp::register_mr`]): anything here is a
+    /// broken connection.
+    fn done(&self, _tag: u32, _wc: Wc) {
+        self.fail();
     }
 }
 
@@ -356,13 +327,6 @@ fn ready_locked(
                 },
                 "SvcState::inner"
             ),
-            reg <- new_spinlock_bh!(
-                RegWait {
-                    status: None,
-                    waiter: None,
-                },
-                "SvcState::reg"
-            ),
             broken: AtomicBool::new(false),
             ready: theirs,
             settled: AtomicBool::new(false),
@@ -409,65 +373,48 @@ fn ready_locked(
 }
 
 /// Posts a `REG_MR` of `mr` on the service connection and waits for its completion; a
-/// failure or a timeout tears the connection down (which flushes the request).
+/// failure or a timeout tears the connection down (`Qp::register_mr` has flushed the request
+/// by then).
 fn reg_locked(
     svc: &mut Option<SvcConn>,
     qp: &SvcQp,
-    mr: &FastMr,
+    mr: &FastMr<RegPages>,
     remote_write: bool,
     ctx: &ProcessCtx,
 ) -> Result {
-    let Some(state) = svc.as_ref().map(|c| c.state.clone()) else {
+    if svc.is_none() {
         return Err(crate::bindings::net::enotconn());
-    };
-    // The completion is the waiter's one party (besides this thread).
-    let waiter = Waiter::new()?;
-    waiter.add();
-    {
-        let mut reg = state.reg.lock();
-        reg.status = None;
-        reg.waiter = Some(waiter.clone());
     }
-    // SAFETY: `mr` lives until this function returns, and it returns only once the request
-    // completed or, on a failure or timeout, after the teardown shut the QP down (drained).
-    let posted = unsafe { qp.post_reg(0, RegKeep, mr, remote_write, SEND_SIGNALED) };
-    if let Err(e) = posted {
-        teardown(svc.take(), ctx);
-        return Err(e);
-    }
-    waiter.arrive();
-    let status = if waiter.wait(SERVICE_MS, ctx) {
-        state.reg.lock().status
-    } else {
-        None
-    };
-    match status {
-        Some(WcStatus::Success) => {
-            // The slot is free for the next registration.
-            drop(qp.complete_send(0));
-            Ok(())
-        }
-        status => {
+    let r = match qp.register_mr(mr, remote_write, SERVICE_MS, ctx) {
+        Ok(WcStatus::Success) => return Ok(()),
+        Ok(status) => {
             pr_warn!(
-                "fast registration on an iWARP device failed ({:?})\n",
-                status.map(WcStatus::raw)
+                "fast registration on an iWARP device failed ({})\n",
+                status.raw()
             );
-            teardown(svc.take(), ctx);
-            Err(EIO)
+            EIO
         }
-    }
+        Err(e) if e == crate::bindings::net::etimedout() => {
+            pr_warn!("fast registration on an iWARP device timed out\n");
+            EIO
+        }
+        Err(e) => e,
+    };
+    teardown(svc.take(), ctx);
+    Err(r)
 }
 
 /// Registers the pinned `pages` (`len` bytes from `offset` in the first page) on the iWARP
 /// device `dev`, addressed by peers from `iova`, with remote read (and remote write when
-/// `remote_write`): the registration goes into `cell`, which is listed on the device by its
+/// `remote_write`): the registration, which keeps the pages until it is freed, goes into
+/// `cell`, which is listed on the device by its
 /// r_key (`node`) before the service lock is released, so that the device's removal, which
 /// takes that lock before its PD goes, finds it. Returns the r_key.
 #[expect(clippy::too_many_arguments)]
 pub(super) fn register(
     dev: &Arc<IbDev>,
     laddr: &Addr,
-    pages: &RegPages,
+    pages: RegPages,
     offset: usize,
     len: u64,
     iova: u64,
@@ -483,10 +430,8 @@ pub(super) fn register(
     let mr = {
         let pd = dev.pd.lock();
         let pd = pd.as_ref().ok_or(ENODEV)?;
-        // SAFETY: The pages are the registration's, kept pinned by its owner until after the
-        // registration is dropped (`IbMrReg` drops its pages last; the device's removal drops
-        // the registration while the owner still holds them).
-        unsafe { FastMr::map(pd, &pages.pages, offset, len, iova, ctx)? }
+        // The registration keeps the pages until it is freed.
+        FastMr::map(pd, pages, offset, len, iova, ctx)?
     };
     // One more try on a new connection if the first one turns out broken.
     let mut tries = 0;

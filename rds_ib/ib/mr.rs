@@ -17,6 +17,7 @@ use crate::bindings::ib::{FastMr, UserMr};
 use crate::bindings::mm::random_u32;
 use crate::bindings::sync::{DropInProcess, ProcessCtx, ProcessDrop};
 use crate::proto::{loop_region, RdsIovec, Region, Stat};
+use crate::rdma::RegPages;
 use crate::stats;
 use crate::transport::{MrHandle, MrOps, RegRequest};
 use kernel::{
@@ -30,7 +31,8 @@ use kernel::{
 /// Dropping it revokes it.
 pub(super) enum DevMr {
     User(UserMr),
-    Fast(FastMr),
+    /// With the pages it maps.
+    Fast(FastMr<RegPages>),
 }
 
 impl DevMr {
@@ -72,14 +74,16 @@ impl MrHandle for IbMr {
 }
 
 /// What dropping an [`IbMr`] undoes, in process context: the device registration (unless the
-/// device's removal revoked it first), then the core's pin of the pages.
+/// device's removal revoked it first), then the core's pin of the pages (which a fast
+/// registration holds itself).
 struct IbMrReg {
     dev: Arc<IbDev>,
     rkey: u32,
     /// Of C's 8 KiB pool's size (for the counters).
     small: bool,
     cell: Arc<RevocableMr>,
-    _pages: crate::rdma::RegPages,
+    /// The pages of a registration by `ib_reg_user_mr` (which pins them again itself).
+    _pages: Option<RegPages>,
 }
 
 impl DropInProcess for IbMrReg {
@@ -115,7 +119,7 @@ impl DropInProcess for IbMrReg {
                 // the device is past what it was doing: the device's next fence round, which
                 // does not hold up this deregistration, or any other.
                 f.deregister(ctx);
-                fence_later(&dev, Unfenced::new(f, pages), ctx);
+                fence_later(&dev, Unfenced::new(f), ctx);
             }
             other => {
                 drop(other);
@@ -144,13 +148,13 @@ impl MrOps for IbTransport {
         }
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let cell = Arc::pin_init(new_mutex!(None, "IbMr::cell"), GFP_KERNEL)?;
-        let rkey = if dev.attrs.iwarp {
+        let (rkey, pages) = if dev.attrs.iwarp {
             // siw takes the user address as an `ib_reg_user_mr` registration's iova whatever
             // it is asked for, which a cookie's 32-bit offset cannot carry: fast registration.
-            frwr::register(
+            let rkey = frwr::register(
                 &dev,
                 &req.laddr,
-                &req.pages,
+                req.pages,
                 (req.addr % crate::bindings::mm::PAGE_SIZE as u64) as usize,
                 req.len,
                 u64::from(region.offset),
@@ -158,7 +162,8 @@ impl MrOps for IbTransport {
                 &cell,
                 node,
                 ctx,
-            )?
+            )?;
+            (rkey, None)
         } else {
             let pd = dev.pd.lock();
             let pd = pd.as_ref().ok_or(ENODEV)?;
@@ -178,7 +183,7 @@ impl MrOps for IbTransport {
             *cell.lock() = Some(mr);
             let old = dev.mrs.lock().insert(node.into_node(rkey, cell.clone()));
             drop(old);
-            rkey
+            (rkey, Some(req.pages))
         };
         stats::inc(Stat::RsIbMrRegistered);
         stats::inc(if small {
@@ -192,7 +197,7 @@ impl MrOps for IbTransport {
                 rkey,
                 small,
                 cell,
-                _pages: req.pages,
+                _pages: pages,
             },
             GFP_KERNEL,
             ctx,

@@ -145,8 +145,8 @@ impl PathQp {
         };
         let pages = PagePool::new()?;
         let rdma_out = Waiter::new()?;
-        // The send queue also takes the ack-only frame and a fence.
-        let cap = dev.attrs.max_qp_wr.saturating_sub(2).max(4);
+        // The send queue also takes the ack-only frame, a fence and a registration.
+        let cap = dev.attrs.max_qp_wr.saturating_sub(3).max(4);
         let send_wr = if dev.attrs.iwarp {
             SEND_WR_IWARP
         } else {

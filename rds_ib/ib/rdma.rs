@@ -11,8 +11,8 @@
 
 use super::qp::PathQp;
 use super::send::Inflight;
-use crate::bindings::ib::{DmaMapping, RdmaWr, WcStatus, SEND_SIGNALED};
-use crate::bindings::mm::PinnedPages;
+use crate::bindings::ib::{RdmaWr, WcStatus, SEND_SIGNALED};
+use crate::bindings::mm::PAGE_SIZE;
 use crate::conn::Conn;
 use crate::message::Message;
 use crate::proto::{
@@ -73,40 +73,32 @@ impl PathQp {
         let Some(op) = msg.op.as_deref() else {
             return Ok(());
         };
-        let mut maps = KVec::new();
-        // Maps `len` bytes of the operation's pinned `pages` at `off` (for the device to read
-        // them: `to_device`), piece by piece, onto `maps`.
-        let mut map = |pages: &PinnedPages, off: usize, len: usize, to_device: bool| {
-            // SAFETY: The pages belong to the operation, which the message owns; every work
-            // request keeps the message (`Inflight::Rdma`) and its slot unmaps its pieces before
-            // letting the message go.
-            let m = unsafe { DmaMapping::pinned(self.dev.dev, pages, off, len, to_device) }
-                .map_err(|_| XmitError::NoMem)?;
-            for piece in m {
-                maps.push(piece, GFP_KERNEL).map_err(|_| XmitError::NoMem)?;
+        // The page pieces of the local memory, which the work requests map (`Qp::post_rdma`).
+        let pieces = |off: usize, len: usize| {
+            if len == 0 {
+                0
+            } else {
+                (off % PAGE_SIZE + len).div_ceil(PAGE_SIZE)
             }
-            Ok::<_, XmitError>(())
         };
-        let (wr, remote_addr, stat) = match &op.kind {
+        let (wr, remote_addr, stat, npieces) = match &op.kind {
             OpKind::Rdma {
                 write,
                 remote_addr,
                 local,
             } => {
-                for seg in local.iter() {
-                    map(&seg.pages, seg.offset, seg.len, *write)?;
-                }
+                let n = local.iter().map(|seg| pieces(seg.offset, seg.len)).sum();
                 if *write {
-                    (RdmaWr::Write, *remote_addr, Stat::RsIbRdmaWrite)
+                    (RdmaWr::Write, *remote_addr, Stat::RsIbRdmaWrite, n)
                 } else {
-                    (RdmaWr::Read, *remote_addr, Stat::RsIbRdmaRead)
+                    (RdmaWr::Read, *remote_addr, Stat::RsIbRdmaRead, n)
                 }
             }
             OpKind::Atomic {
                 op: a,
                 remote_addr,
-                local,
                 offset,
+                ..
             } => {
                 let wr = atomic_wr(a);
                 if !self.dev.runs_atomic(&wr) {
@@ -115,11 +107,10 @@ impl PathQp {
                     return Ok(());
                 }
                 // The old value's 8 bytes, written by the device.
-                map(local, *offset, 8, false)?;
-                (wr, *remote_addr, Stat::RsIbAtomic)
+                (wr, *remote_addr, Stat::RsIbAtomic, pieces(*offset, 8))
             }
         };
-        if maps.is_empty() {
+        if npieces == 0 {
             // Nothing to move.
             if alone {
                 send::op_complete(msg, RDS_RDMA_SUCCESS);
@@ -136,7 +127,7 @@ impl PathQp {
         } else {
             self.qp.max_sge()
         };
-        let nwr = maps.len().div_ceil(per);
+        let nwr = npieces.div_ceil(per);
         // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
         // with a TERMINATE that ends the connection: a READ of one byte behind the writes
         // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their
@@ -171,9 +162,8 @@ impl PathQp {
         send::op_posted(msg);
         let nslots = self.qp.nsend();
         let mut raddr = remote_addr;
-        let mut pieces = maps.into_iter();
+        let mut first = 0;
         for k in 0..want {
-            let mut bytes = 0u64;
             let keep = Inflight::Rdma {
                 msg: msg.clone(),
                 completes: alone && k + 1 == want,
@@ -181,40 +171,39 @@ impl PathQp {
             // Counted before it is posted: its completion (softirq) may come at once.
             self.rdma_started();
             let posted = if placed && k + 1 == want {
-                self.qp.post_fence_read(
+                self.qp
+                    .post_fence_read(
+                        (pos + k) % nslots,
+                        keep,
+                        (remote_addr, op.rkey),
+                        SEND_SIGNALED,
+                    )
+                    .map(|()| 0)
+            } else {
+                let last = (first + per).min(npieces);
+                let r = self.qp.post_rdma(
                     (pos + k) % nslots,
                     keep,
-                    (remote_addr, op.rkey),
+                    first..last,
+                    &wr,
+                    (raddr, op.rkey),
                     SEND_SIGNALED,
-                )
-            } else {
-                KVec::with_capacity(per, GFP_KERNEL)
-                    .map_err(Error::from)
-                    .and_then(|mut chunk| {
-                        for m in pieces.by_ref().take(per) {
-                            bytes += m.len() as u64;
-                            // Room for `per` was reserved.
-                            chunk.push(m, GFP_KERNEL)?;
-                        }
-                        self.qp.post_rdma(
-                            (pos + k) % nslots,
-                            keep,
-                            chunk,
-                            &wr,
-                            (raddr, op.rkey),
-                            SEND_SIGNALED,
-                        )
-                    })
+                );
+                first = last;
+                r
             };
             if posted.is_err() {
                 self.rdma_ended();
-                // The QP is going (or failed): the rest of the slots go back, and the reset
-                // reports the operation dropped (it is never sent again).
+                // The QP is going (or failed), or a piece could not be mapped: the rest of the
+                // slots go back, and the reset reports the operation dropped (it is never sent
+                // again).
                 self.ring.lock().unalloc(want - k);
                 conn.drop_connection();
                 return Err(XmitError::Full);
             }
-            raddr = raddr.wrapping_add(bytes);
+            if let Ok(bytes) = posted {
+                raddr = raddr.wrapping_add(bytes);
+            }
         }
         stats::inc(stat);
         Ok(())

@@ -18,6 +18,7 @@ use super::rdma::op_status;
 use crate::bindings::ib::{
     Piece, SendSource, Wc, WcStatus, SEND_FENCE, SEND_SIGNALED, SEND_SOLICITED,
 };
+use crate::bindings::mm::PinnedPages;
 use crate::conn::Conn;
 use crate::message::{Frag, Message};
 use crate::proto::{
@@ -55,6 +56,17 @@ impl SendSource for Inflight {
             // Zero-copy payloads are TCP's only (and have no segments).
             Frag::User(..) => None,
         })
+    }
+
+    fn pinned(&self, idx: usize) -> Option<(&PinnedPages, usize, usize)> {
+        let Inflight::Rdma { msg, .. } = self else {
+            return None;
+        };
+        match &msg.op.as_deref()?.kind {
+            OpKind::Rdma { local, .. } => local.get(idx).map(|s| (&s.pages, s.offset, s.len)),
+            // The old value's 8 bytes.
+            OpKind::Atomic { local, offset, .. } => (idx == 0).then_some((&**local, *offset, 8)),
+        }
     }
 }
 
