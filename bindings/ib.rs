@@ -1641,22 +1641,30 @@ struct Outstanding<K> {
     keeper: Option<K>,
 }
 
-/// A receive slot's buffer while posted.
+/// A receive slot's memory while posted: where its head goes (one of the QP's buffers) and
+/// its page.
 struct Posted {
+    head: BufRef,
     page: Page,
     map: DmaMapping,
 }
 
-// The size of an RDS header, what every SEND starts with and every receive buffer begins
-// with, and the data of one fragment at most: the wire format's.
-use crate::proto::{FRAG_SIZE as FRAG_LEN, HEADER_LEN as HDR_LEN};
+/// A range of one of the QP's own buffers ([`QpSpec::bufs`]): `len` bytes at `off` of buffer
+/// `buf`.
+#[derive(Clone, Copy)]
+pub(crate) struct BufRef {
+    /// The buffer's index in [`QpSpec::bufs`].
+    pub(crate) buf: usize,
+    /// The offset in it.
+    pub(crate) off: usize,
+    /// The length.
+    pub(crate) len: usize,
+}
 
 /// Tags of completions: the kind in the top bits, the slot index below.
 pub(crate) const TAG_SEND: u32 = 0;
 /// See [`TAG_SEND`].
 pub(crate) const TAG_RECV: u32 = 1 << 30;
-/// See [`TAG_SEND`]: the ack-only frame.
-pub(crate) const TAG_ACK: u32 = 2 << 30;
 /// See [`TAG_SEND`]: the QP's own requests, whose completions go to its own handlers, never
 /// to the owner's: the fence ([`Qp::post_fence`]) and the registration
 /// ([`Qp::register_mr`]), told apart by the low bits.
@@ -1717,8 +1725,7 @@ impl WcHandler for OwnSlot {
 struct Slots<K> {
     sends: KVec<Option<Outstanding<K>>>,
     recvs: KVec<Option<Posted>>,
-    ack: bool,
-    /// Send-side requests completed so far (SENDs and the ack-only frame): their progress.
+    /// Send-side requests completed so far: their progress.
     completed: u64,
     /// Posting is allowed (the QP exists and is not closed).
     open: bool,
@@ -1738,11 +1745,12 @@ impl<K> Slots<K> {
     }
 }
 
-/// An RC queue pair on an rdma_cm id with its completion queues and slots: `nsend` send slots
-/// (a 48-byte header buffer each, and the source of the data), one slot for ack-only frames,
-/// one for a fence ([`Qp::post_fence`]), one for a registration ([`Qp::register_mr`]), and
-/// `nrecv` receive slots (a header buffer and a 4 KiB page each). Completions of every slot but
-/// the fence's and the registration's go to `handler` with the slot's tag.
+/// An RC queue pair on an rdma_cm id with its completion queues, the buffers its owner asked
+/// for ([`QpSpec::bufs`], mapped for the device, which work requests name by [`BufRef`]), and
+/// its slots: `nsend` send slots (what each request keeps until it completes: a keeper and
+/// its mappings), one for a fence ([`Qp::post_fence`]), one for a registration
+/// ([`Qp::register_mr`]), and `nrecv` receive slots (a page each). Completions of every slot
+/// but the fence's and the registration's go to `handler` with the slot's tag.
 /// Posting is refused once [`Qp::close`]d; the object must be shut down ([`Qp::shutdown`])
 /// before it goes (its `Drop` does it otherwise), which drains the QP so that no request names
 /// its slots any more.
@@ -1760,13 +1768,9 @@ pub(crate) struct Qp<K: SendSource + 'static> {
     id: NonNull<raw::rdma_cm_id>,
     dev: Device,
     lkey: u32,
-    send_hdrs: DmaBuf,
-    recv_hdrs: DmaBuf,
-    ack_hdr: DmaBuf,
-    /// Where [`Qp::post_fence_read`]'s byte lands (never looked at).
-    sink: DmaBuf,
-    /// The send cqes, then the receive cqes, then the ack's, the fence's and the
-    /// registration's.
+    /// The owner's buffers ([`QpSpec::bufs`]).
+    bufs: KVec<DmaBuf>,
+    /// The send cqes, then the receive cqes, then the fence's and the registration's.
     cqes: KVec<WrCqe>,
     /// The fence's waiter (the fence cqe's handler).
     fence: Arc<OwnSlot>,
@@ -1803,13 +1807,15 @@ unsafe impl<K: SendSource + 'static> Send for Qp<K> {}
 unsafe impl<K: SendSource + 'static> Sync for Qp<K> {}
 
 /// Sizes of a new [`Qp`].
-pub(crate) struct QpSpec {
+pub(crate) struct QpSpec<'a> {
     /// Send slots.
     pub(crate) nsend: u32,
     /// Receive slots.
     pub(crate) nrecv: u32,
     /// The completion vector.
     pub(crate) vector: u32,
+    /// Buffers the QP keeps mapped until it goes: (bytes, for the device to read them).
+    pub(crate) bufs: &'a [(usize, bool)],
 }
 
 impl<K: SendSource + 'static> Qp<K> {
@@ -1821,31 +1827,30 @@ impl<K: SendSource + 'static> Qp<K> {
         idref: CmIdRef<'_>,
         id: Option<CmId>,
         pd: &Arc<Pd>,
-        spec: &QpSpec,
+        spec: &QpSpec<'_>,
         handler: Arc<dyn WcHandler>,
         events: QpEvents,
         ctx: &ProcessCtx,
     ) -> Result<Arc<Self>> {
         let dev = pd.device();
-        let send_cq = Cq::new(dev, spec.nsend + 4, spec.vector, ctx)?;
+        // Room in the send queue and its CQ for the fence, the registration and the drain's
+        // own request.
+        let send_cq = Cq::new(dev, spec.nsend + 3, spec.vector, ctx)?;
         let recv_cq = Cq::new(dev, spec.nrecv + 1, spec.vector, ctx)?;
-        let send_hdrs = DmaBuf::new(dev, spec.nsend as usize * HDR_LEN, true, ctx)?;
-        let recv_hdrs = DmaBuf::new(dev, spec.nrecv as usize * HDR_LEN, false, ctx)?;
-        let ack_hdr = DmaBuf::new(dev, HDR_LEN, true, ctx)?;
-        let sink = DmaBuf::new(dev, 8, false, ctx)?;
+        let mut bufs = KVec::with_capacity(spec.bufs.len(), GFP_KERNEL)?;
+        for &(len, to_device) in spec.bufs {
+            bufs.push(DmaBuf::new(dev, len.max(1), to_device, ctx)?, GFP_KERNEL)?;
+        }
         let hp: *const dyn WcHandler = &*handler;
         let fence = OwnSlot::new()?;
         let fp: *const dyn WcHandler = &*fence;
         let reg = OwnSlot::new()?;
         let rp: *const dyn WcHandler = &*reg;
-        let total = (spec.nsend + spec.nrecv + 3) as usize;
+        let total = (spec.nsend + spec.nrecv + 2) as usize;
         let mut cqes = KVec::with_capacity(total, GFP_KERNEL)?;
         let tags = Iterator::chain(
-            Iterator::chain(
-                (0..spec.nsend).map(|i| TAG_SEND | i),
-                (0..spec.nrecv).map(|i| TAG_RECV | i),
-            ),
-            core::iter::once(TAG_ACK),
+            (0..spec.nsend).map(|i| TAG_SEND | i),
+            (0..spec.nrecv).map(|i| TAG_RECV | i),
         );
         for t in tags {
             // SAFETY: `handler` is kept in the object, which drains the QP before it goes; the
@@ -1874,10 +1879,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 id: idref.ptr,
                 dev,
                 lkey: pd.lkey(),
-                send_hdrs,
-                recv_hdrs,
-                ack_hdr,
-                sink,
+                bufs,
                 cqes,
                 fence,
                 reg,
@@ -1891,7 +1893,6 @@ impl<K: SendSource + 'static> Qp<K> {
                     Slots {
                         sends,
                         recvs,
-                        ack: false,
                         completed: 0,
                         open: false,
                     },
@@ -1911,7 +1912,7 @@ impl<K: SendSource + 'static> Qp<K> {
                 pd,
                 &q.send_cq,
                 &q.recv_cq,
-                (spec.nsend + 3, spec.nrecv + 1, q.max_sge as u32),
+                (spec.nsend + 2, spec.nrecv + 1, q.max_sge as u32),
                 &*q.events,
             )?
         };
@@ -1958,19 +1959,31 @@ impl<K: SendSource + 'static> Qp<K> {
         let idx = match tag & TAG_KIND {
             TAG_SEND => tag & !TAG_KIND,
             TAG_RECV => self.nsend + (tag & !TAG_KIND),
-            TAG_ACK => self.nsend + self.nrecv,
-            _ => self.nsend + self.nrecv + 1 + (tag & !TAG_KIND),
+            _ => self.nsend + self.nrecv + (tag & !TAG_KIND),
         };
         self.cqes.get(idx as usize)
     }
 
-    /// Posts a SEND from send slot `slot`: `hdr`, then piece `piece` of `keeper`'s data (if
-    /// any), with `flags` ([`SEND_SIGNALED`]...). `keeper` stays in the slot until
-    /// [`Qp::complete_send`] (or the object goes).
+    /// The device address and length of `r`, if it lies inside its buffer.
+    fn buf_range(&self, r: BufRef) -> Result<(u64, u32)> {
+        let b = self.bufs.get(r.buf).ok_or(EINVAL)?;
+        let end = r.off.checked_add(r.len).ok_or(EINVAL)?;
+        if end > b.len {
+            return Err(EINVAL);
+        }
+        Ok((b.dma(r.off), u32::try_from(r.len).map_err(|_| EINVAL)?))
+    }
+
+    /// Posts a SEND from send slot `slot`: `head` (copied into the buffer range `at`, of its
+    /// length), then piece `piece` of `keeper`'s data (if any), with `flags`
+    /// ([`SEND_SIGNALED`]...). `keeper` stays in the slot until [`Qp::complete_send`] (or the
+    /// object goes). The range is the slot's to use while the request is out: the owner gives
+    /// each slot a range of its own.
     pub(crate) fn post_send(
         &self,
         slot: u32,
-        hdr: &[u8; HDR_LEN],
+        at: BufRef,
+        head: &[u8],
         keeper: K,
         piece: Option<usize>,
         flags: i32,
@@ -1979,7 +1992,11 @@ impl<K: SendSource + 'static> Qp<K> {
         if slot >= self.nsend {
             return Err(EINVAL);
         }
-        let off = slot as usize * HDR_LEN;
+        let at = BufRef {
+            len: head.len(),
+            ..at
+        };
+        let head_sge = self.buf_range(at)?;
         let map = match piece.and_then(|i| keeper.piece(i)) {
             None => None,
             Some(Piece::Page(p, o, n)) => Some(DmaMapping::page(self.dev, p, o, n, true)?),
@@ -1992,19 +2009,14 @@ impl<K: SendSource + 'static> Qp<K> {
             .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
-        self.send_hdrs.write(off, hdr)?;
+        self.bufs.get(at.buf).ok_or(EINVAL)?.write(at.off, head)?;
         // The data mapping goes into the slot below, under the same lock, before any completion
         // can take it; `close` takes that lock too.
         // SAFETY: The QP exists while open (type invariant, checked under the lock); the cqe,
         // the header buffer and the data mapping outlive the request (the QP is drained first).
         let r = unsafe {
-            self.idref().post_send(
-                cqe,
-                (self.send_hdrs.dma(off), HDR_LEN as u32),
-                data,
-                self.lkey,
-                flags,
-            )
+            self.idref()
+                .post_send(cqe, head_sge, data, self.lkey, flags)
         };
         if r.is_ok() {
             *st = Some(Outstanding {
@@ -2151,35 +2163,32 @@ impl<K: SendSource + 'static> Qp<K> {
         status.ok_or(EIO)
     }
 
-    /// Posts an RDMA READ of one byte from send slot `slot` at `remote` (address, r_key) into
-    /// a scratch byte of the QP: its response comes back only after the peer handled every
-    /// request posted before it (on iWARP, where an RDMA WRITE completes when it was sent, this
-    /// tells that earlier writes were placed). Not zero bytes: siw answers a zero-byte READ
-    /// that has to wait in its inbound READ queue with the length of a stale work request (48
-    /// bytes of an earlier SEND: `siw_activate_tx` leaves `sge[0]` as it was, and the READ
-    /// RESPONSE is then sent with one piece), which the requester refuses with a TERMINATE.
+    /// Posts an RDMA READ from send slot `slot` of `into.len` bytes at `remote` (address,
+    /// r_key) into the buffer range `into` (the QP's buffer, mapped for the device to write).
     /// `keeper` stays in the slot until [`Qp::complete_send`].
-    pub(crate) fn post_fence_read(
+    pub(crate) fn post_read_into(
         &self,
         slot: u32,
         keeper: K,
+        into: BufRef,
         remote: (u64, u32),
         flags: i32,
     ) -> Result {
         let cqe = self.cqe(TAG_SEND | slot).ok_or(EINVAL)?;
-        if slot >= self.nsend {
+        if slot >= self.nsend || into.len == 0 {
             return Err(EINVAL);
         }
+        let (addr, len) = self.buf_range(into)?;
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
         // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
         // cqe lives in this object, which drains the QP before it goes; the one local piece is
-        // the first byte of `sink`, mapped for the device to write, which lives as long.
+        // inside one of the QP's buffers (checked), which live as long.
         let r = unsafe {
             self.idref().post_rdma(
                 cqe,
-                &[self.sink.dma(0)],
-                &[1],
+                &[addr],
+                &[len],
                 self.lkey,
                 &RdmaWr::Read,
                 remote,
@@ -2208,38 +2217,6 @@ impl<K: SendSource + 'static> Qp<K> {
         drop(maps);
         drop(_map);
         keeper
-    }
-
-    /// Posts an ack-only frame (`hdr`, no data) unless one is outstanding (`false` then).
-    pub(crate) fn post_ack(&self, hdr: &[u8; HDR_LEN], flags: i32) -> Result<bool> {
-        let cqe = self.cqe(TAG_ACK).ok_or(EINVAL)?;
-        let mut slots = self.slots.lock();
-        if !slots.open {
-            return Err(super::net::enotconn());
-        }
-        if slots.ack {
-            return Ok(false);
-        }
-        self.ack_hdr.write(0, hdr)?;
-        // SAFETY: As in `post_send` (no data).
-        let r = unsafe {
-            self.idref().post_send(
-                cqe,
-                (self.ack_hdr.dma(0), HDR_LEN as u32),
-                (0, 0),
-                self.lkey,
-                flags,
-            )
-        };
-        slots.ack = r.is_ok();
-        r.map(|()| true)
-    }
-
-    /// The ack-only frame completed.
-    pub(crate) fn complete_ack(&self) {
-        let mut slots = self.slots.lock();
-        slots.ack = false;
-        slots.completed = slots.completed.wrapping_add(1);
     }
 
     /// How many send-side requests have completed so far (a count that moves while the QP
@@ -2307,26 +2284,18 @@ impl<K: SendSource + 'static> Qp<K> {
         }
     }
 
-    /// Posts a receive into slot `slot` with `page` (one that an earlier receive of this QP
-    /// gave back, whose contents were read and are not needed any more), or with a new page
-    /// allocated with `flags`.
-    pub(crate) fn post_recv(
-        &self,
-        slot: u32,
-        page: Option<Page>,
-        flags: kernel::alloc::Flags,
-    ) -> Result {
+    /// Posts a receive into slot `slot`: the first bytes of what arrives land in the buffer
+    /// range `head`, the rest (at most `len` bytes) in `page`, which the slot keeps until
+    /// [`Qp::complete_recv`] (or the object goes). The range is the slot's while the request
+    /// is out: the owner gives each slot a range of its own.
+    pub(crate) fn post_recv(&self, slot: u32, head: BufRef, page: Page, len: usize) -> Result {
         let cqe = self.cqe(TAG_RECV | slot).ok_or(EINVAL)?;
         if slot >= self.nrecv {
             return Err(EINVAL);
         }
-        let page = match page {
-            Some(p) => p,
-            None => Page::alloc_page(flags)?,
-        };
-        let map = DmaMapping::page(self.dev, &page, 0, FRAG_LEN, false)?;
-        let off = slot as usize * HDR_LEN;
-        let addr = map.addr();
+        let head_sge = self.buf_range(head)?;
+        let map = DmaMapping::page(self.dev, &page, 0, len, false)?;
+        let data = (map.addr(), u32::try_from(len).map_err(|_| EINVAL)?);
         let mut slots = self.slots.lock();
         if !slots.open {
             return Err(super::net::enotconn());
@@ -2336,32 +2305,31 @@ impl<K: SendSource + 'static> Qp<K> {
             return Err(EBUSY);
         }
         // SAFETY: As in `post_send`; the page is mapped for the device to write and stays in
-        // the slot (stored below, under the lock) until the completion.
-        let r = unsafe {
-            self.idref().post_recv(
-                cqe,
-                (self.recv_hdrs.dma(off), HDR_LEN as u32),
-                (addr, FRAG_LEN as u32),
-                self.lkey,
-            )
-        };
+        // the slot (stored below, under the lock) until the completion; the head range is
+        // inside one of the QP's buffers (checked).
+        let r = unsafe { self.idref().post_recv(cqe, head_sge, data, self.lkey) };
         if r.is_ok() {
-            *st = Some(Posted { page, map });
+            *st = Some(Posted { head, page, map });
         }
         r
     }
 
-    /// The receive of slot `slot` completed: its header bytes and its page (unmapped: the
-    /// CPU may read it).
-    pub(crate) fn complete_recv(&self, slot: u32) -> Option<([u8; HDR_LEN], Page)> {
+    /// The receive of slot `slot` completed: copies the start of its head range into `head`
+    /// and returns its page (unmapped: the CPU may read it).
+    pub(crate) fn complete_recv(&self, slot: u32, head: &mut [u8]) -> Option<Page> {
         let p = self.slots.lock().recvs.get_mut(slot as usize)?.take()?;
-        let Posted { page, map } = p;
+        let Posted {
+            head: at,
+            page,
+            map,
+        } = p;
         map.unmap();
-        let mut hdr = [0u8; HDR_LEN];
-        self.recv_hdrs
-            .read(slot as usize * HDR_LEN, &mut hdr)
+        let n = head.len().min(at.len);
+        self.bufs
+            .get(at.buf)?
+            .read(at.off, head.get_mut(..n)?)
             .ok()?;
-        Some((hdr, page))
+        Some(page)
     }
 
     /// The source and destination GIDs and the service level of the connection, while the QP

@@ -16,8 +16,7 @@
 use super::qp::PathQp;
 use super::{IbTransport, RDMA_SETTLE_MS, RESOLVE_MS};
 use crate::bindings::ib::{
-    CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, WcStatus, TAG_ACK, TAG_KIND, TAG_RECV,
-    TAG_SEND,
+    CmHandler, CmId, CmIdRef, Device, Wc, WcHandler, WcStatus, TAG_KIND, TAG_RECV, TAG_SEND,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
 use crate::bindings::sys::{impl_work_item, new_process_work, Work};
@@ -29,6 +28,7 @@ use crate::transport::{ConnTransport, RdmaInfo, XmitError, XmitProgress};
 use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use kernel::{
     new_mutex,
+    page::Page,
     prelude::*,
     sync::{Arc, Mutex},
 };
@@ -134,7 +134,7 @@ impl ConnTransport for IbConn {
                 info.src_gid = s;
                 info.dst_gid = d;
                 info.sl = sl;
-                info.max_send_wr = q.qp.nsend();
+                info.max_send_wr = q.ring_slots();
                 info.max_recv_wr = q.qp.nrecv();
                 info.max_send_sge = q.dev.attrs.max_send_sge.min(8);
                 info.cache_kib = q.pages.spare_kib();
@@ -297,7 +297,10 @@ impl Path {
         let ibdev = self.ic().ok_or(ENODEV)?.ib.find(dev).ok_or(ENODEV)?;
         let q = PathQp::new(self.clone(), id, ibdev, ctx)?;
         for i in 0..q.qp.nrecv() {
-            if let Err(e) = q.qp.post_recv(i, None, GFP_KERNEL) {
+            let posted = Page::alloc_page(GFP_KERNEL)
+                .map_err(Error::from)
+                .and_then(|p| q.post_recv(i, p));
+            if let Err(e) = posted {
                 q.qp.shutdown(ctx);
                 return Err(e);
             }
@@ -345,22 +348,13 @@ impl WcHandler for Path {
         let slot = tag & !TAG_KIND;
         let live = !self.dead.load(Ordering::Acquire);
         match tag & TAG_KIND {
+            TAG_SEND if slot == q.ack_slot() => q.ack_done(&self.conn, wc, live),
             TAG_SEND => q.send_done(&self.conn, slot, wc, live),
             // Frames of an incarnation that is going are not delivered: a newer one may
             // already have delivered their retransmissions, and they would come again (an
             // original is not marked RETRANSMITTED, so the sequence check lets it through).
             // The peer resends them, unacknowledged, after the reset that comes with it.
             TAG_RECV => q.recv_done(&self.conn, slot, wc, live),
-            TAG_ACK => {
-                q.qp.complete_ack();
-                q.ack_busy.store(false, Ordering::Release);
-                if wc.status == WcStatus::Success {
-                    // Another ack may have been asked for while this one was out.
-                    q.attempt_ack(&self.conn);
-                } else if live {
-                    wc_failed(&self.conn, wc.status, Stat::IbAckSendFailure);
-                }
-            }
             _ => {}
         }
     }

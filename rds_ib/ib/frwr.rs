@@ -110,7 +110,8 @@ impl SvcState {
         }
     }
 
-    /// A QP of the service on `id` (small: one `REG_MR` at a time).
+    /// A QP of the service on `id` (small: it posts one `REG_MR` at a time, in a slot of the
+    /// QP's own).
     fn new_qp(self: &Arc<Self>, id: CmIdRef<'_>, ctx: &ProcessCtx) -> Result<SvcQp> {
         let state = self.clone();
         let events = QpEvents {
@@ -124,9 +125,10 @@ impl SvcState {
             )?,
         };
         let spec = QpSpec {
-            nsend: 4,
+            nsend: 1,
             nrecv: 1,
             vector: 0,
+            bufs: &[],
         };
         let handler: Arc<dyn WcHandler> = self.clone();
         let pd = self.dev.pd.lock();

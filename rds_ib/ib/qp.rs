@@ -16,10 +16,10 @@ use super::recv::{PagePool, RxState};
 use super::send::Inflight;
 use super::{IbDev, RECV_WR, SEND_WR, SEND_WR_IWARP};
 use crate::bindings::ib::{
-    CmIdRef, Pd, Qp, QpEvents, QpSpec, Waiter, WcHandler, QP_EVENT_COMM_EST,
+    BufRef, CmIdRef, Pd, Qp, QpEvents, QpSpec, Waiter, WcHandler, QP_EVENT_COMM_EST,
 };
 use crate::bindings::sync::{new_spinlock_bh, ProcessCtx, SpinLockBh};
-use crate::proto::{Credits, Reassembly, WorkRing, CREDIT_UPDATE_AT};
+use crate::proto::{Credits, Reassembly, WorkRing, CREDIT_UPDATE_AT, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, rbtree::RBTreeNodeReservation, sync::Arc};
 
@@ -115,7 +115,54 @@ impl Drop for PathCountGuard {
     }
 }
 
+/// The QP's buffers (`QpSpec::bufs`): the headers of the send slots, one per slot, the ack-only
+/// frame's last ...
+const SEND_HDRS: usize = 0;
+/// ... the headers of the receive slots, one per slot ...
+const RECV_HDRS: usize = 1;
+/// ... and where a fence READ's byte lands (never looked at; `rdma.rs`).
+const SINK: usize = 2;
+/// See [`SINK`].
+const SINK_LEN: usize = 8;
+
 impl PathQp {
+    /// Slots of the send ring (the QP's send slots but the last, the ack-only frame's).
+    pub(super) fn ring_slots(&self) -> u32 {
+        self.qp.nsend() - 1
+    }
+
+    /// The send slot of the ack-only frame.
+    pub(super) fn ack_slot(&self) -> u32 {
+        self.qp.nsend() - 1
+    }
+
+    /// Where send slot `slot`'s header goes.
+    pub(super) fn send_hdr(slot: u32) -> BufRef {
+        BufRef {
+            buf: SEND_HDRS,
+            off: slot as usize * HEADER_LEN,
+            len: HEADER_LEN,
+        }
+    }
+
+    /// Where receive slot `slot`'s header lands.
+    pub(super) fn recv_hdr(slot: u32) -> BufRef {
+        BufRef {
+            buf: RECV_HDRS,
+            off: slot as usize * HEADER_LEN,
+            len: HEADER_LEN,
+        }
+    }
+
+    /// Where a fence READ's byte lands (`rdma.rs`).
+    pub(super) fn sink() -> BufRef {
+        BufRef {
+            buf: SINK,
+            off: 0,
+            len: 1,
+        }
+    }
+
     /// An RDMA work request is about to be posted: counted in `rdma_out` and `rdma_wrs`.
     pub(super) fn rdma_started(&self) {
         self.rdma_out.add();
@@ -145,17 +192,28 @@ impl PathQp {
         };
         let pages = PagePool::new()?;
         let rdma_out = Waiter::new()?;
-        // The send queue also takes the ack-only frame, a fence and a registration.
-        let cap = dev.attrs.max_qp_wr.saturating_sub(3).max(4);
+        // The send queue also takes the ack-only frame, and `Qp`'s own requests (a fence, a
+        // registration, the drain's).
+        let cap = dev.attrs.max_qp_wr.saturating_sub(4).max(4);
         let send_wr = if dev.attrs.iwarp {
             SEND_WR_IWARP
         } else {
             SEND_WR
         };
+        let ring = send_wr.min(cap);
+        let nrecv = RECV_WR.min(cap);
+        // The send slots are the ring's and the ack-only frame's (the last): a header each.
+        let nsend = ring + 1;
+        let bufs = [
+            (nsend as usize * HEADER_LEN, true),
+            (nrecv as usize * HEADER_LEN, false),
+            (SINK_LEN, false),
+        ];
         let spec = QpSpec {
-            nsend: send_wr.min(cap),
-            nrecv: RECV_WR.min(cap),
+            nsend,
+            nrecv,
             vector: 0,
+            bufs: &bufs,
         };
         let active = path.active;
         let conn = path.conn.clone();
@@ -188,7 +246,7 @@ impl PathQp {
                 qp,
                 dev: dev.clone(),
                 pages,
-                ring <- new_spinlock_bh!(WorkRing::new(spec.nsend), "PathQp::ring"),
+                ring <- new_spinlock_bh!(WorkRing::new(ring), "PathQp::ring"),
                 rx <- new_spinlock_bh!(
                     RxState {
                         reasm: Reassembly::default(),

@@ -130,7 +130,7 @@ impl PathQp {
         let nwr = npieces.div_ceil(per);
         // iWARP completes an RDMA WRITE once it is sent, and a peer that refuses it answers
         // with a TERMINATE that ends the connection: a READ of one byte behind the writes
-        // (`Qp::post_fence_read`: its response comes after the peer placed them) makes their
+        // (below: its response comes after the peer placed them) makes their
         // completion mean that the data is at the peer, and a refusal an operation that does
         // not complete (the connection's reset reports it dropped). The SEND behind it is
         // fenced.
@@ -139,7 +139,7 @@ impl PathQp {
             send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
             return Ok(());
         };
-        if want > self.qp.nsend() {
+        if want > self.ring_slots() {
             send::op_complete(msg, RDS_RDMA_OTHER_ERROR);
             return Ok(());
         }
@@ -160,7 +160,7 @@ impl PathQp {
         // the message that comes first does not complete it (a READ's data may not be here
         // yet).
         send::op_posted(msg);
-        let nslots = self.qp.nsend();
+        let nslots = self.ring_slots();
         let mut raddr = remote_addr;
         let mut first = 0;
         for k in 0..want {
@@ -171,10 +171,17 @@ impl PathQp {
             // Counted before it is posted: its completion (softirq) may come at once.
             self.rdma_started();
             let posted = if placed && k + 1 == want {
+                // A READ of one byte, whose response comes back only after the peer handled
+                // every request posted before it. Not zero bytes: siw answers a zero-byte READ
+                // that has to wait in its inbound READ queue with the length of a stale work
+                // request (48 bytes of an earlier SEND: `siw_activate_tx` leaves `sge[0]` as it
+                // was, and the READ RESPONSE is then sent with one piece), which the requester
+                // refuses with a TERMINATE.
                 self.qp
-                    .post_fence_read(
+                    .post_read_into(
                         (pos + k) % nslots,
                         keep,
+                        Self::sink(),
                         (remote_addr, op.rkey),
                         SEND_SIGNALED,
                     )

@@ -36,10 +36,18 @@ pub(super) struct RxState {
 pub(super) const COPY_MAX: usize = 1024;
 
 impl PathQp {
+    /// Posts a receive into slot `slot` with `page`: a frame's header lands in the slot's
+    /// header buffer, its data (one fragment at most) in the page.
+    pub(super) fn post_recv(&self, slot: u32, page: Page) -> Result {
+        self.qp
+            .post_recv(slot, Self::recv_hdr(slot), page, FRAG_SIZE)
+    }
+
     /// A receive completed (softirq context: nothing here sleeps, and what is allocated is
     /// allocated with `GFP_ATOMIC`).
     pub(super) fn recv_done(&self, conn: &Arc<Conn>, slot: u32, wc: Wc, live: bool) {
-        let buf = self.qp.complete_recv(slot);
+        let mut hdr = [0u8; HEADER_LEN];
+        let buf = self.qp.complete_recv(slot, &mut hdr);
         if wc.status != WcStatus::Success {
             drop(buf);
             self.rx_dead.store(true, Ordering::Release);
@@ -61,7 +69,7 @@ impl PathQp {
             // frame that killed it.
             return;
         }
-        let Some((hdr, page)) = buf else {
+        let Some(page) = buf else {
             self.rx_failed(conn);
             return;
         };
@@ -121,8 +129,11 @@ impl PathQp {
         };
         // The slot takes a buffer again (its own page, one a delivered message gave back, or a
         // new one), which the peer is told about.
-        let page = reuse.or_else(|| self.pages.take());
-        if self.qp.post_recv(slot, page, GFP_ATOMIC).is_err() {
+        let page = reuse
+            .or_else(|| self.pages.take())
+            .or_else(|| Page::alloc_page(GFP_ATOMIC).ok());
+        let posted = page.map(|p| self.post_recv(slot, p));
+        if !matches!(posted, Some(Ok(()))) {
             self.rx_failed(conn);
             return;
         }

@@ -43,6 +43,8 @@ pub(super) enum Inflight {
     /// maps); `completes`: the last of a silent operation that has no SEND behind it, whose
     /// completion completes the operation.
     Rdma { msg: Arc<Message>, completes: bool },
+    /// The ack-only frame (its header is all it sends).
+    Ack,
 }
 
 impl SendSource for Inflight {
@@ -211,7 +213,7 @@ impl PathQp {
             .with_checksum()
             .encode()
         });
-        let nslots = self.qp.nsend();
+        let nslots = self.ring_slots();
         let cut_short = done + g.got < total;
         for k in 0..g.got {
             let frag = done + k;
@@ -245,7 +247,11 @@ impl PathQp {
                 msg: msg.clone(),
                 last,
             };
-            if self.qp.post_send(slot, h, keep, piece, flags).is_err() {
+            if self
+                .qp
+                .post_send(slot, Self::send_hdr(slot), h, keep, piece, flags)
+                .is_err()
+            {
                 // The QP is going (or failed): what was not posted goes back; the connection
                 // resets and the message is sent again.
                 self.ring.lock().unalloc(g.got - k);
@@ -269,7 +275,7 @@ impl PathQp {
     /// [`SIGNAL_EVERY`] SENDs went unsignaled before it (only `xmit` posts SENDs, one call at a
     /// time per connection).
     fn signal_now(&self, must: bool) -> bool {
-        let every = SIGNAL_EVERY.min(self.qp.nsend() / 2).max(1);
+        let every = SIGNAL_EVERY.min(self.ring_slots() / 2).max(1);
         let n = self.unsignaled.load(Ordering::Relaxed) + 1;
         if must || n >= every {
             self.unsignaled.store(0, Ordering::Relaxed);
@@ -290,7 +296,7 @@ impl PathQp {
             let ring = self.ring.lock();
             (ring.oldest(), ring.completed(slot))
         };
-        let nslots = self.qp.nsend();
+        let nslots = self.ring_slots();
         // Completions of one CQ run one at a time, and only they free slots: the `n` oldest
         // are this completion's.
         for k in 1..n {
@@ -378,6 +384,18 @@ impl PathQp {
         }
     }
 
+    /// The ack-only frame completed (softirq context): the next may go, and goes now if one
+    /// was asked for meanwhile; a failure drops the connection (`live`: as in `send_done`).
+    pub(super) fn ack_done(&self, conn: &Arc<Conn>, wc: Wc, live: bool) {
+        drop(self.qp.complete_send(self.ack_slot()));
+        self.ack_busy.store(false, Ordering::Release);
+        if wc.status == WcStatus::Success {
+            self.attempt_ack(conn);
+        } else if live {
+            wc_failed(conn, wc.status, Stat::IbAckSendFailure);
+        }
+    }
+
     /// Sends an ack-only frame with the last sequence number received and, under flow
     /// control, the posted receives untold; one at a time (its completion sends the next if
     /// one is due), and under flow control only with a credit (a credit update tries again).
@@ -405,14 +423,19 @@ impl PathQp {
         }
         .with_checksum()
         .encode();
-        match self.qp.post_ack(&h, SEND_SIGNALED | SEND_SOLICITED) {
-            Ok(true) => {
+        let slot = self.ack_slot();
+        let flags = SEND_SIGNALED | SEND_SOLICITED;
+        match self
+            .qp
+            .post_send(slot, Self::send_hdr(slot), &h, Inflight::Ack, None, flags)
+        {
+            Ok(()) => {
                 stats::inc(Stat::IbAckSent);
                 if advertise > 0 {
                     stats::inc(Stat::IbTxCreditUpdates);
                 }
             }
-            Ok(false) => {
+            Err(e) if e == EBUSY => {
                 // Cannot happen (`ack_busy` was clear); nothing went out.
                 self.ack_busy.store(false, Ordering::Release);
             }
