@@ -491,6 +491,8 @@ macro_rules! impl_unpinned_field {
 
         impl $t {
             /// Mutable access to the field, which is not structurally pinned.
+            // The unsafe code is this macro's (in bindings/), checked here, not its caller's.
+            #[allow(unsafe_code)]
             fn $name(self: ::core::pin::Pin<&mut Self>) -> &mut $fty {
                 // SAFETY: The field is not structurally pinned (declared without `#[pin]`,
                 // `Unpin`) and nothing points into it, so borrowing it mutably cannot move

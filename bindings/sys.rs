@@ -320,6 +320,8 @@ pub(crate) unsafe trait DelayedWorkItem: Sized + Send + Sync + 'static {
 /// with `$run` as its work.
 macro_rules! impl_delayed_work_item {
     ($ty:ty, $field:ident, $run:path) => {
+        // The unsafe code is this macro's (in bindings/), checked here, not its caller's.
+        #[allow(unsafe_code)]
         // SAFETY: `OFFSET` is the offset of `$field`, whose type the `_check` below pins to
         // `DelayedWork<$ty>`.
         unsafe impl $crate::bindings::sys::DelayedWorkItem for $ty {
@@ -449,6 +451,8 @@ pub(crate) unsafe trait WorkItem<const ID: u64>:
 /// with `$run` as its work.
 macro_rules! impl_work_item {
     ($ty:ty, $id:literal, $field:ident, $run:path) => {
+        // The unsafe code is this macro's (in bindings/), checked here, not its caller's.
+        #[allow(unsafe_code)]
         // SAFETY: `OFFSET` is the offset of `$field`, whose type the `_check` below pins to
         // `Work<$ty, $id>`.
         unsafe impl $crate::bindings::sys::WorkItem<$id> for $ty {

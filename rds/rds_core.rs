@@ -23,16 +23,22 @@
 
 // `pin_init!` of the larger structs (`Conn`) needs more macro recursion than the default.
 #![recursion_limit = "256"]
+// Unsafe code lives in `bindings` only (`Documentation/design.md`, "Pieces").
+#![deny(unsafe_code)]
 
 use kernel::{prelude::*, sync::Arc};
 
 mod bind;
 #[path = "../bindings/bindings.rs"]
+#[allow(unsafe_code)]
 mod bindings;
 mod cong;
 mod conn;
 mod info;
 #[cfg(rds_test)]
+// The KUnit suite's entry points are `#[no_mangle]` functions that `rds/kunit.c` calls (the
+// lint counts them as unsafe code); it has no `unsafe` block.
+#[allow(unsafe_code)]
 mod kunit;
 mod message;
 #[path = "../proto/src/proto.rs"]
