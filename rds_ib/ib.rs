@@ -66,7 +66,7 @@
 //! | a QP's `life` (`bindings/ib.rs`) | mutex | `IbDev::idle` |
 //! | a QP's `fence_mr` (`bindings/ib.rs`) | mutex | `IbDev::idle` |
 //! | `conn::Path::pending` | mutex | none |
-//! | `IbConn::path`, `Path::qpr`, `Path::prev` | BH spinlock | `Path::pending` |
+//! | `IbConn::path`, `Path::qp`, `Path::prev` | BH spinlock | `Path::pending` |
 //! | `qp::PathQp::ring`, `PathQp::rx`, `recv::PagePool::spares` | BH spinlock | none |
 //! | a QP's `slots`, then its `fence` (`bindings/ib.rs`) | BH spinlock | none, `slots` |
 //! | a QP's `cm`, `IbDev::qps`, `frwr::SvcState::reg` | BH spinlock | none |

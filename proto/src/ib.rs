@@ -56,8 +56,25 @@ pub const PROTOCOL_4_0: u16 = 0x0400;
 pub const PROTOCOL_4_1: u16 = 0x0401;
 /// The minor versions supported (`RDS_IB_SUPPORTED_PROTOCOLS`).
 pub const MINOR_MASK: u16 = 0x0003;
-/// The reject reason of an incompatible peer (`RDS_RDMA_REJ_INCOMPAT`).
-pub const REJ_INCOMPAT: i32 = 1;
+/// Why this end rejects a connection request: the reason its reject carries (a host-endian
+/// `int` in the private data, as C's `rdma_reject` calls send it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// `RDS_RDMA_REJ_INCOMPAT` (1): an incompatible version, or a request this end does not
+    /// take now (C sends it for every reject; its active side drops the connection and retries
+    /// later).
+    Incompatible,
+}
+
+impl RejectReason {
+    /// The value on the wire.
+    #[must_use]
+    pub const fn raw(self) -> i32 {
+        match self {
+            RejectReason::Incompatible => 1,
+        }
+    }
+}
 
 /// The private data of an RDS/IB connection request or reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,7 +273,7 @@ pub fn yields_connect(laddr: &Addr, faddr: &Addr, sent: bool) -> bool {
 }
 
 /// The reason carried by a reject's private data: a host-endian `int` of
-/// C's `rdma_reject` (`RDS_RDMA_REJ_INCOMPAT` = 1), if there is one.
+/// C's `rdma_reject` ([`RejectReason::raw`]; any value may come), if there is one.
 #[must_use]
 pub fn reject_reason(data: &[u8]) -> Option<i32> {
     data.first_chunk::<4>().map(|b| i32::from_ne_bytes(*b))
@@ -264,10 +281,10 @@ pub fn reject_reason(data: &[u8]) -> Option<i32> {
 
 /// What C's active side does with a reject (`RDMA_CM_EVENT_REJECTED`): it
 /// drops the connection (to retry later) when there is no reason or the
-/// reason is at most [`REJ_INCOMPAT`]; otherwise it ignores the event.
+/// reason is at most [`RejectReason::Incompatible`]'s; otherwise it ignores the event.
 #[must_use]
 pub fn reject_drops(data: &[u8]) -> bool {
-    reject_reason(data).map_or(true, |r| r <= REJ_INCOMPAT)
+    reject_reason(data).map_or(true, |r| r <= RejectReason::Incompatible.raw())
 }
 
 /// The number of SENDs a message of `len` payload bytes takes (at least one:

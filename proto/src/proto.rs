@@ -104,9 +104,9 @@ pub use header::{
 };
 pub use ib::{
     frag_count, negotiate, reject_drops, reject_reason, reply_version_ok, yields_connect, ConnPriv,
-    Credits, FragError, FragOutcome, Grab, NegotiateError, Reassembly, WorkRing, CREDIT_UPDATE_AT,
-    FRAG_SIZE, MAX_ADV_CREDIT, MAX_CREDITS, MINOR_MASK, PRIV_LEN_V4, PRIV_LEN_V6, PROTOCOL_3_0,
-    PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1, RDS_IB_PORT, RDS_IB_PORT6, REJ_INCOMPAT,
+    Credits, FragError, FragOutcome, Grab, NegotiateError, Reassembly, RejectReason, WorkRing,
+    CREDIT_UPDATE_AT, FRAG_SIZE, MAX_ADV_CREDIT, MAX_CREDITS, MINOR_MASK, PRIV_LEN_V4, PRIV_LEN_V6,
+    PROTOCOL_3_0, PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1, RDS_IB_PORT, RDS_IB_PORT6,
 };
 pub use info::{
     check_info_request, decode_counter, encode_counter, info_outcome, is_info_option, ConnInfo,

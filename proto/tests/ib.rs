@@ -4,9 +4,9 @@
 use proptest::prelude::*;
 use rds_proto::{
     frag_count, negotiate, reject_drops, reject_reason, reply_version_ok, yields_connect, Addr,
-    ConnPriv, Credits, FragError, FragOutcome, Grab, Header, NegotiateError, Reassembly, WorkRing,
-    CREDIT_UPDATE_AT, FLAG_CONG_BITMAP, HEADER_LEN, MAX_ADV_CREDIT, MAX_CREDITS, PRIV_LEN_V4,
-    PRIV_LEN_V6, PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1,
+    ConnPriv, Credits, FragError, FragOutcome, Grab, Header, NegotiateError, Reassembly,
+    RejectReason, WorkRing, CREDIT_UPDATE_AT, FLAG_CONG_BITMAP, HEADER_LEN, MAX_ADV_CREDIT,
+    MAX_CREDITS, PRIV_LEN_V4, PRIV_LEN_V6, PROTOCOL_3_1, PROTOCOL_4_0, PROTOCOL_4_1,
 };
 use std::collections::VecDeque;
 
@@ -153,6 +153,8 @@ fn negotiation_as_c() {
 
 #[test]
 fn reject_reasons() {
+    // C's RDS_RDMA_REJ_INCOMPAT.
+    assert_eq!(RejectReason::Incompatible.raw(), 1);
     assert_eq!(reject_reason(&[]), None);
     assert!(reject_drops(&[]));
     assert!(reject_drops(&1i32.to_ne_bytes()));

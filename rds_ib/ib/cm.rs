@@ -21,8 +21,8 @@ use crate::bindings::sync::ProcessCtx;
 use crate::bindings::sys;
 use crate::conn::{Conn, ConnKey};
 use crate::proto::{
-    negotiate, reject_drops, reply_version_ok, ConnPriv, ConnState, NegotiateError, Stat,
-    PRIV_LEN_V6, REJ_INCOMPAT,
+    negotiate, reject_drops, reply_version_ok, ConnPriv, ConnState, NegotiateError, RejectReason,
+    Stat, PRIV_LEN_V6,
 };
 use crate::socket::Shared;
 use crate::stats;
@@ -44,7 +44,7 @@ impl CmHandler for Listener {
         match self.accept(id, ev, ctx) {
             Ok(()) => CmAction::Keep,
             Err(reason) => {
-                id.reject(reason);
+                id.reject(reason.raw());
                 CmAction::Destroy
             }
         }
@@ -59,7 +59,7 @@ impl Listener {
         id: CmIdRef<'_>,
         ev: &CmEvent<'_>,
         ctx: &ProcessCtx,
-    ) -> core::result::Result<(), i32> {
+    ) -> core::result::Result<(), RejectReason> {
         pr_debug!(
             "ib connect request, {} bytes of private data\n",
             ev.private.len()
@@ -73,7 +73,7 @@ impl Listener {
             match e {
                 NegotiateError::Incompatible { .. }
                 | NegotiateError::Empty
-                | NegotiateError::Short => REJ_INCOMPAT,
+                | NegotiateError::Short => RejectReason::Incompatible,
             }
         })?;
         // The request is for our address `daddr`, from the peer's `saddr`: an address of this
@@ -85,7 +85,7 @@ impl Listener {
             || Device::for_addr(&p.daddr.0, 0, ctx).is_none()
         {
             stats::inc(Stat::RsIbConnectBadPrivate);
-            return Err(REJ_INCOMPAT);
+            return Err(RejectReason::Incompatible);
         }
         let key = ConnKey {
             net: NetId::init(),
@@ -99,10 +99,10 @@ impl Listener {
         let conn = shared
             .conns
             .get_passive(shared, key, &ib, ctx)
-            .map_err(|_| REJ_INCOMPAT)?;
+            .map_err(|_| RejectReason::Incompatible)?;
         // A connection of this key made by another transport is not ours to accept.
         let Some(ic) = conn.tstate::<IbConn>() else {
-            return Err(REJ_INCOMPAT);
+            return Err(RejectReason::Incompatible);
         };
         pr_debug!("ib request for state {:?}\n", conn.state());
         // Our own connect to the peer, retired because this request takes its place (see
@@ -117,22 +117,22 @@ impl Listener {
                     // A stale connection: the peer started over; ours goes too (C).
                     conn.drop_connection();
                     stats::inc(Stat::IbListenClosedStale);
-                    return Err(REJ_INCOMPAT);
+                    return Err(RejectReason::Incompatible);
                 }
                 ConnState::Connecting => {
                     let ours = ic.current().filter(|o| o.yield_to_peer());
                     if ours.is_none() {
                         stats::inc(Stat::IbConnectRaced);
-                        return Err(REJ_INCOMPAT);
+                        return Err(RejectReason::Incompatible);
                     }
                     yielded = ours;
                 }
-                _ => return Err(REJ_INCOMPAT),
+                _ => return Err(RejectReason::Incompatible),
             }
         }
         let fail = |conn: &Arc<Conn>| {
             conn.drop_connection();
-            REJ_INCOMPAT
+            RejectReason::Incompatible
         };
         let path = Path::new(conn.clone(), false).map_err(|_| fail(&conn))?;
         path.version.store(version, Ordering::Relaxed);
@@ -183,7 +183,7 @@ impl Listener {
             // The id is not adopted: rdma_cm destroys it after the reject.
             stats::inc(Stat::RsIbCmRaced);
             q.qp.shutdown(ctx);
-            return Err(REJ_INCOMPAT);
+            return Err(RejectReason::Incompatible);
         };
         // The QP is installed and the request accepted under `pending`'s lock, unless a
         // teardown of the (published) path came first (see `Path::pending`).
@@ -192,7 +192,7 @@ impl Listener {
             drop(pending);
             stats::inc(Stat::RsIbCmRaced);
             q.qp.shutdown(ctx);
-            return Err(REJ_INCOMPAT);
+            return Err(RejectReason::Incompatible);
         }
         let handler: Arc<dyn CmHandler> = path.clone();
         let owned = match id.adopt(handler) {
@@ -208,7 +208,7 @@ impl Listener {
             // Cannot happen (a new QP has no id); the id must not be dropped in its handler.
             core::mem::forget(back);
         }
-        *path.qpr.lock() = Some(q);
+        *path.qp.lock() = Some(q);
         let mut reply = ConnPriv::request(p.daddr, p.saddr, p.tos);
         let [major, minor] = version.to_be_bytes();
         reply.major = major;
@@ -305,7 +305,7 @@ impl CmHandler for Path {
                         let mut req =
                             ConnPriv::request(conn.key.laddr, conn.key.faddr, conn.key.tos);
                         req.credit = q.credits.take_posted();
-                        *self.qpr.lock() = Some(q);
+                        *self.qp.lock() = Some(q);
                         let mut buf = [0u8; PRIV_LEN_V6];
                         let n = req.encode(&mut buf);
                         if id.connect(buf.get(..n).unwrap_or(&[])).is_err() {
@@ -329,7 +329,7 @@ impl CmHandler for Path {
                         }
                         self.version.store(p.version(), Ordering::Relaxed);
                     }
-                    if let Some(q) = self.qpr() {
+                    if let Some(q) = self.qp() {
                         // Flow control if the reply offers credits too (nothing is sent
                         // before this).
                         q.engage_flow_control(reply.map_or(0, |p| p.credit));
@@ -354,9 +354,7 @@ impl CmHandler for Path {
                 // sees `rx_dead`.
                 fence(Ordering::SeqCst);
                 if !self.dead.load(Ordering::Acquire)
-                    && self
-                        .qpr()
-                        .is_some_and(|q| q.rx_dead.load(Ordering::Acquire))
+                    && self.qp().is_some_and(|q| q.rx_dead.load(Ordering::Acquire))
                 {
                     conn.drop_connection();
                 }

@@ -53,7 +53,7 @@ impl IbConn {
 
     pub(super) fn on_device(&self, dev: Device) -> bool {
         self.current()
-            .and_then(|p| p.qpr())
+            .and_then(|p| p.qp())
             .is_some_and(|q| q.dev.dev == dev)
     }
 
@@ -121,7 +121,7 @@ impl ConnTransport for IbConn {
             // Both ends share the host's maps (C sends none over IB loopback).
             return Ok(());
         }
-        let Some(q) = self.current().and_then(|p| p.qpr()) else {
+        let Some(q) = self.current().and_then(|p| p.qp()) else {
             return Err(XmitError::Full);
         };
         q.xmit(conn, msg, progress)
@@ -129,7 +129,7 @@ impl ConnTransport for IbConn {
 
     fn rdma_info(&self) -> Option<RdmaInfo> {
         let mut info = RdmaInfo::default();
-        if let Some(q) = self.current().and_then(|p| p.qpr()) {
+        if let Some(q) = self.current().and_then(|p| p.qp()) {
             if let Some((s, d, sl)) = q.qp.route_info() {
                 info.src_gid = s;
                 info.dst_gid = d;
@@ -173,7 +173,7 @@ pub(super) struct Path {
     pub(super) requested: AtomicBool,
     /// The QP and its resources, once set up.
     #[pin]
-    pub(super) qpr: SpinLockBh<Option<Arc<PathQp>>>,
+    pub(super) qp: SpinLockBh<Option<Arc<PathQp>>>,
     /// The version the handshake settled on.
     pub(super) version: AtomicU16,
     /// The incarnation this one replaced in a passive accept, which runs in a cm handler and
@@ -197,7 +197,7 @@ impl Path {
                 pending <- new_mutex!(None, "Path::pending"),
                 dead: AtomicBool::new(false),
                 requested: AtomicBool::new(false),
-                qpr <- new_spinlock_bh!(None, "Path::qpr"),
+                qp <- new_spinlock_bh!(None, "Path::qp"),
                 version: AtomicU16::new(0),
                 prev <- new_spinlock_bh!(None, "Path::prev"),
                 prev_work <- new_process_work!("Path::prev_work"),
@@ -206,8 +206,10 @@ impl Path {
         )
     }
 
-    pub(super) fn qpr(&self) -> Option<Arc<PathQp>> {
-        self.qpr.lock().clone()
+    /// The QP and its resources, once set up (`None` before, and after the teardown took
+    /// them).
+    pub(super) fn qp(&self) -> Option<Arc<PathQp>> {
+        self.qp.lock().clone()
     }
 
     /// Marks the path dead (see `dead`) without tearing it down: what a cm handler may do to a
@@ -246,7 +248,7 @@ impl Path {
         // that refused one (a bad r_key) sends its NAK before it disconnects, but the
         // disconnect may be handled here first, and the operation would then be reported
         // dropped instead of refused.
-        if let Some(q) = self.qpr() {
+        if let Some(q) = self.qp() {
             if !q.rdma_settling.swap(true, Ordering::AcqRel) {
                 q.rdma_out.arrive();
             }
@@ -254,8 +256,8 @@ impl Path {
             q.rdma_out.wait(RDMA_SETTLE_MS, ctx);
         }
         // The QP first: it may use the id `pending` held.
-        let qpr = self.qpr.lock().take();
-        if let Some(q) = qpr {
+        let qp = self.qp.lock().take();
+        if let Some(q) = qp {
             q.qp.shutdown(ctx);
             // Nothing else holds the resources now: completions are drained, the id's
             // handlers are over, and the core runs no `xmit` during a shutdown.
@@ -344,7 +346,7 @@ impl WcHandler for Path {
     fn done(&self, tag: u32, wc: Wc) {
         // After a teardown took the resources, the flushed requests have nothing left to give
         // back: the resources go with the QP.
-        let Some(q) = self.qpr() else { return };
+        let Some(q) = self.qp() else { return };
         let slot = tag & !TAG_KIND;
         let live = !self.dead.load(Ordering::Acquire);
         match tag & TAG_KIND {
