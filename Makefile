@@ -37,7 +37,7 @@ module: setup
 
 fmt:
 	cargo fmt --all
-	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs
+	rustfmt --edition 2021 --config-path rustfmt.toml rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs bindings/ib/*.rs
 
 clean:
 	rm -rf target

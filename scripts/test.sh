@@ -32,7 +32,7 @@ host_checks() {
   stage "host: formatting and lints"
   cargo fmt --all --check > "$res/fmt.log" 2>&1; count cargo_fmt $? ; [ -s "$res/fmt.log" ] && head -20 "$res/fmt.log"
   # The module's own sources, formatted as the kernel's rustfmt config asks (generated code aside).
-  rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs > "$res/kfmt.log" 2>&1
+  rustfmt --check --edition 2021 --config-path "$top/rustfmt.toml" rds/*.rs rds_loop/*.rs rds_ib/*.rs rds_ib/ib/*.rs rds_tcp/*.rs rds_tcp/tcp/*.rs bindings/*.rs bindings/ib/*.rs > "$res/kfmt.log" 2>&1
   count module_rustfmt $?; [ -s "$res/kfmt.log" ] && head -20 "$res/kfmt.log"
   cargo clippy --workspace --all-targets --quiet -- -D warnings > "$res/clippy.log" 2>&1
   count cargo_clippy $?; grep -m20 -E '^(warning|error)' "$res/clippy.log"

@@ -660,11 +660,11 @@ impl<K: SendSource + 'static> Qp<K> {
     /// ([`SEND_SIGNALED`]...). `keeper` stays in the slot until [`Qp::complete_send`] (or the
     /// object goes). The range is the slot's to use while the request is out: the owner gives
     /// each slot a range of its own.
-    pub(crate) fn post_send(
+    pub(crate) fn post_send<const N: usize>(
         &self,
         slot: u32,
         at: BufRef,
-        head: &[u8],
+        head: &[u8; N],
         keeper: K,
         piece: Option<usize>,
         flags: i32,
@@ -673,11 +673,11 @@ impl<K: SendSource + 'static> Qp<K> {
         if slot >= self.nsend {
             return Err(EINVAL);
         }
-        let at = BufRef {
-            len: head.len(),
-            ..at
-        };
-        let head_sge = self.buf_range(at)?;
+        let buf = self.bufs.get(at.buf).ok_or(EINVAL)?;
+        if at.off.checked_add(N).is_none_or(|end| end > buf.len) {
+            return Err(EINVAL);
+        }
+        let head_sge = (buf.dma(at.off), N as u32);
         let map = match piece.and_then(|i| keeper.piece(i)) {
             None => None,
             Some(Piece::Page(p, o, n)) => Some(DmaMapping::page(self.dev, p, o, n, true)?),
@@ -690,7 +690,7 @@ impl<K: SendSource + 'static> Qp<K> {
             .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
-        self.bufs.get(at.buf).ok_or(EINVAL)?.write(at.off, head)?;
+        buf.write(at.off, head)?;
         // The data mapping goes into the slot below, under the same lock, before any completion
         // can take it; `close` takes that lock too.
         // SAFETY: The QP exists while open (type invariant, checked under the lock); the cqe,
@@ -997,7 +997,11 @@ impl<K: SendSource + 'static> Qp<K> {
 
     /// The receive of slot `slot` completed: copies the start of its head range into `head`
     /// and returns its page (unmapped: the CPU may read it).
-    pub(crate) fn complete_recv(&self, slot: u32, head: &mut [u8]) -> Option<Page> {
+    pub(crate) fn complete_recv<const N: usize>(
+        &self,
+        slot: u32,
+        head: &mut [u8; N],
+    ) -> Option<Page> {
         let p = self.slots.lock().recvs.get_mut(slot as usize)?.take()?;
         let Posted {
             head: at,
