@@ -209,6 +209,7 @@ impl SpareBufs {
 
     /// Keeps the memory of `data` (a payload that is done) when it is larger than what is
     /// kept already; `small` buffers only up to `small_max` bytes.
+    #[inline]
     fn keep(&mut self, data: Payload, small_max: usize) {
         match data.store {
             Store::Small(buf) => {
@@ -761,6 +762,14 @@ impl Payload {
         if let Store::Skbs(chain) = &self.store {
             return msg.copy_from_skbs(chain, max.min(self.len));
         }
+        if let Some(b) = self.contiguous() {
+            // One buffer (a small payload): one copy, as the walk below would make.
+            let n = b.len().min(max.min(self.len));
+            return match b.get(..n) {
+                Some(b) if n > 0 => msg.copy_from_slice(b),
+                _ => 0,
+            };
+        }
         let mut left = max.min(self.len);
         let mut copied = 0;
         let _ = self.try_for_each_frag(|frag| {
@@ -991,6 +1000,7 @@ impl_list_item! {
 impl MsgBody {
     /// Sets the addressing of a `sendmsg`'s message and its length, `len`, which its payload
     /// holds (set by the caller); the rest starts over.
+    #[inline]
     fn set_head(&mut self, head: MsgHead, len: u32) {
         self.sport = head.sport;
         self.dport = head.dport;
@@ -1089,6 +1099,7 @@ impl Message {
 
     /// A spare of `pool` for a message of `len` bytes, or new memory (see
     /// [`Message::from_user`]), its fields to be set.
+    #[inline(always)]
     fn from_user_empty(pool: &Arc<MsgPool>, len: usize) -> Result<Pin<UniqueArc<Self>>> {
         let m = match pool.take(len) {
             Some(m) => {

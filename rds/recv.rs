@@ -414,8 +414,16 @@ impl RdsSocket {
     /// `recvmsg` as an `RDS_CMSG_ZCOPY_COMPLETION` (C: `rds_recvmsg_zcookie`), when the socket
     /// has `SO_ZEROCOPY` on and the control buffer has room for one; returns whether it did.
     /// The completions stay when the control message cannot be written.
+    #[inline]
     fn put_zcookies(&self, sock: &Sock<Rds>, msg: &mut MsgHdr<'_>) -> bool {
-        if !sock.flag(SockFlag::ZeroCopy) || msg.control_room() < cmsg_space(ZCOOKIES_LEN) {
+        sock.flag(SockFlag::ZeroCopy) && self.put_zcookies_on(msg)
+    }
+
+    /// [`RdsSocket::put_zcookies`] for a socket with `SO_ZEROCOPY` on (out of line: the other
+    /// sockets' `recvmsg` stays short).
+    #[inline(never)]
+    fn put_zcookies_on(&self, msg: &mut MsgHdr<'_>) -> bool {
+        if msg.control_room() < cmsg_space(ZCOOKIES_LEN) {
             return false;
         }
         // One caller at a time between reading the completions and dropping them.

@@ -371,6 +371,19 @@ impl RdsSocket {
                 return Ok(c.clone());
             }
         }
+        self.conn_lookup(sock, route, nonblock, ctx)
+    }
+
+    /// [`RdsSocket::conn_for`] when the socket's cached connection does not serve the route
+    /// (out of line: the cached case stays short).
+    #[inline(never)]
+    fn conn_lookup(
+        &self,
+        sock: &Sock<Rds>,
+        route: &Route,
+        nonblock: bool,
+        ctx: &ProcessCtx,
+    ) -> Result<Arc<Conn>> {
         let key = ConnKey {
             net: sock.net(),
             laddr: route.bound.addr,
