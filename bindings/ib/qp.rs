@@ -688,25 +688,35 @@ impl<K: SendSource + 'static> Qp<K> {
         let data = map
             .as_ref()
             .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
+        let out = Outstanding {
+            maps: KVec::new(),
+            _map: map,
+            keeper: Some(keeper),
+        };
+        self.post_in_slot(slot, out, |id| {
+            buf.write(at.off, head)?;
+            // SAFETY: The QP exists (`post_in_slot` runs this with the QP open); the cqe, the
+            // header buffer and the data mapping (kept in the slot) outlive the request.
+            unsafe { id.post_send(cqe, head_sge, data, self.lkey, flags) }
+        })
+    }
+
+    /// Posts a send-side work request from send slot `slot`: `post` posts it, called with the
+    /// `slots` lock held once the QP is known open (so it exists: type invariant) and the slot
+    /// free; if it was posted, what it uses (`out`) goes into the slot under the same lock,
+    /// before its completion looks for it (`close` takes that lock too). Otherwise `out` is
+    /// dropped: its mappings, then its keeper.
+    fn post_in_slot(
+        &self,
+        slot: u32,
+        out: Outstanding<K>,
+        post: impl FnOnce(CmIdRef<'_>) -> Result,
+    ) -> Result {
         let mut slots = self.slots.lock();
         let st = slots.free_send(slot)?;
-        buf.write(at.off, head)?;
-        // The data mapping goes into the slot below, under the same lock, before any completion
-        // can take it; `close` takes that lock too.
-        // SAFETY: The QP exists while open (type invariant, checked under the lock); the cqe,
-        // the header buffer and the data mapping outlive the request (the QP is drained first).
-        let r = unsafe {
-            self.idref()
-                .post_send(cqe, head_sge, data, self.lkey, flags)
-        };
-        if r.is_ok() {
-            *st = Some(Outstanding {
-                maps: KVec::new(),
-                _map: map,
-                keeper: Some(keeper),
-            });
-        }
-        r
+        post(self.idref())?;
+        *st = Some(out);
+        Ok(())
     }
 
     /// Posts an RDMA work request from send slot `slot` (see [`CmIdRef::post_rdma`]) to or from
@@ -774,23 +784,17 @@ impl<K: SendSource + 'static> Qp<K> {
             bytes += m.len as u64;
         }
         let n = maps.len();
-        let mut slots = self.slots.lock();
-        let st = slots.free_send(slot)?;
-        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock), the
-        // cqe lives in this object, and the mappings stay in the slot (stored below, under the
-        // same lock) until the completion or the drain.
-        let r = unsafe {
-            self.idref()
-                .post_rdma(cqe, &addrs[..n], &lens[..n], self.lkey, wr, remote, flags)
+        let out = Outstanding {
+            maps,
+            _map: None,
+            keeper: Some(keeper),
         };
-        if r.is_ok() {
-            *st = Some(Outstanding {
-                maps,
-                _map: None,
-                keeper: Some(keeper),
-            });
-        }
-        r.map(|()| bytes)
+        self.post_in_slot(slot, out, |id| {
+            // SAFETY: As in `post_send`: the QP exists, the cqe lives in this object, and the
+            // mappings stay in the slot until the completion or the drain.
+            unsafe { id.post_rdma(cqe, &addrs[..n], &lens[..n], self.lkey, wr, remote, flags) }
+        })?;
+        Ok(bytes)
     }
 
     /// Posts an `IB_WR_REG_MR` of `mr` (peers may then read the registration, and write it
@@ -860,30 +864,17 @@ impl<K: SendSource + 'static> Qp<K> {
             return Err(EINVAL);
         }
         let (addr, len) = self.buf_range(into)?;
-        let mut slots = self.slots.lock();
-        let st = slots.free_send(slot)?;
-        // SAFETY: As in `post_send`: the QP exists while open (checked under the lock) and the
-        // cqe lives in this object, which drains the QP before it goes; the one local piece is
-        // inside one of the QP's buffers (checked), which live as long.
-        let r = unsafe {
-            self.idref().post_rdma(
-                cqe,
-                &[addr],
-                &[len],
-                self.lkey,
-                &RdmaWr::Read,
-                remote,
-                flags,
-            )
+        let out = Outstanding {
+            maps: KVec::new(),
+            _map: None,
+            keeper: Some(keeper),
         };
-        if r.is_ok() {
-            *st = Some(Outstanding {
-                maps: KVec::new(),
-                _map: None,
-                keeper: Some(keeper),
-            });
-        }
-        r
+        let read = RdmaWr::Read;
+        self.post_in_slot(slot, out, |id| {
+            // SAFETY: As in `post_send`: the QP exists and the cqe lives in this object; the
+            // one local piece is inside one of the QP's buffers (checked), which live as long.
+            unsafe { id.post_rdma(cqe, &[addr], &[len], self.lkey, &read, remote, flags) }
+        })
     }
 
     /// The SEND of slot `slot` completed (or was flushed): returns its keeper.
