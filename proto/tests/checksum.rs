@@ -148,3 +148,20 @@ fn wrong_csum_fails() {
     };
     assert!(!verify_checksum(&bad.encode()));
 }
+
+proptest::proptest! {
+    /// The checksum (a wide accumulator, carries folded at the end) equals the
+    /// word-by-word reference on any data, of any length.
+    #[test]
+    fn any_data_matches_reference(data in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
+        proptest::prop_assert_eq!(internet_checksum(&data), reference(&data));
+    }
+
+    /// Sums that land on a multiple of 0xffff (all-ones words) fold as the reference does.
+    #[test]
+    fn ones_heavy_data_matches_reference(n in 0usize..200, tail in proptest::num::u8::ANY) {
+        let mut data = vec![0xffu8; n];
+        data.push(tail);
+        proptest::prop_assert_eq!(internet_checksum(&data), reference(&data));
+    }
+}
