@@ -312,14 +312,22 @@ impl SendSource for () {
     }
 }
 
-/// What a posted send work request uses, until it completes. The mappings are dropped
-/// (unmapped) before the keeper (which may own the mapped pages).
-struct Outstanding<K> {
-    /// An RDMA request's pieces.
-    maps: KVec<DmaMapping>,
+/// What a posted send work request has mapped for the device (held until it completes:
+/// dropping it unmaps).
+enum Mapped {
+    /// Nothing (a header alone, a READ into one of the QP's buffers).
+    Nothing,
     /// A SEND's data.
-    _map: Option<DmaMapping>,
-    keeper: Option<K>,
+    One { _map: DmaMapping },
+    /// An RDMA request's pieces.
+    Pieces { _maps: KVec<DmaMapping> },
+}
+
+/// What a posted send work request uses, until it completes. The mappings are dropped
+/// (unmapped) before the keeper (which may own the mapped pages): fields drop in order.
+struct Outstanding<K> {
+    mapped: Mapped,
+    keeper: K,
 }
 
 /// A receive slot's memory while posted: where its head goes (one of the QP's buffers) and
@@ -645,14 +653,14 @@ impl<K: SendSource + 'static> Qp<K> {
         self.cqes.get(idx as usize)
     }
 
-    /// The device address and length of `r`, if it lies inside its buffer.
-    fn buf_range(&self, r: BufRef) -> Result<(u64, u32)> {
+    /// The buffer of `r` and the device address and length of `r`, if it lies inside it.
+    fn buf_range(&self, r: BufRef) -> Result<(&DmaBuf, (u64, u32))> {
         let b = self.bufs.get(r.buf).ok_or(EINVAL)?;
         let end = r.off.checked_add(r.len).ok_or(EINVAL)?;
         if end > b.len {
             return Err(EINVAL);
         }
-        Ok((b.dma(r.off), u32::try_from(r.len).map_err(|_| EINVAL)?))
+        Ok((b, (b.dma(r.off), u32::try_from(r.len).map_err(|_| EINVAL)?)))
     }
 
     /// Posts a SEND from send slot `slot`: `head` (copied into the buffer range `at`, of its
@@ -673,11 +681,7 @@ impl<K: SendSource + 'static> Qp<K> {
         if slot >= self.nsend {
             return Err(EINVAL);
         }
-        let buf = self.bufs.get(at.buf).ok_or(EINVAL)?;
-        if at.off.checked_add(N).is_none_or(|end| end > buf.len) {
-            return Err(EINVAL);
-        }
-        let head_sge = (buf.dma(at.off), N as u32);
+        let (buf, head_sge) = self.buf_range(BufRef { len: N, ..at })?;
         let map = match piece.and_then(|i| keeper.piece(i)) {
             None => None,
             Some(Piece::Page(p, o, n)) => Some(DmaMapping::page(self.dev, p, o, n, true)?),
@@ -689,9 +693,8 @@ impl<K: SendSource + 'static> Qp<K> {
             .as_ref()
             .map_or((0, 0), |m| (m.addr(), u32::try_from(m.len).unwrap_or(0)));
         let out = Outstanding {
-            maps: KVec::new(),
-            _map: map,
-            keeper: Some(keeper),
+            mapped: map.map_or(Mapped::Nothing, |m| Mapped::One { _map: m }),
+            keeper,
         };
         self.post_in_slot(slot, out, |id| {
             buf.write(at.off, head)?;
@@ -785,9 +788,8 @@ impl<K: SendSource + 'static> Qp<K> {
         }
         let n = maps.len();
         let out = Outstanding {
-            maps,
-            _map: None,
-            keeper: Some(keeper),
+            mapped: Mapped::Pieces { _maps: maps },
+            keeper,
         };
         self.post_in_slot(slot, out, |id| {
             // SAFETY: As in `post_send`: the QP exists, the cqe lives in this object, and the
@@ -863,11 +865,10 @@ impl<K: SendSource + 'static> Qp<K> {
         if slot >= self.nsend || into.len == 0 {
             return Err(EINVAL);
         }
-        let (addr, len) = self.buf_range(into)?;
+        let (_, (addr, len)) = self.buf_range(into)?;
         let out = Outstanding {
-            maps: KVec::new(),
-            _map: None,
-            keeper: Some(keeper),
+            mapped: Mapped::Nothing,
+            keeper,
         };
         let read = RdmaWr::Read;
         self.post_in_slot(slot, out, |id| {
@@ -884,11 +885,10 @@ impl<K: SendSource + 'static> Qp<K> {
             slots.completed = slots.completed.wrapping_add(1);
             slots.sends.get_mut(slot as usize)?.take()?
         };
-        let Outstanding { maps, _map, keeper } = st;
+        let Outstanding { mapped, keeper } = st;
         // Unmapped first: the keeper may own the pages.
-        drop(maps);
-        drop(_map);
-        keeper
+        drop(mapped);
+        Some(keeper)
     }
 
     /// How many send-side requests have completed so far (a count that moves while the QP
@@ -965,7 +965,7 @@ impl<K: SendSource + 'static> Qp<K> {
         if slot >= self.nrecv {
             return Err(EINVAL);
         }
-        let head_sge = self.buf_range(head)?;
+        let (_, head_sge) = self.buf_range(head)?;
         let map = DmaMapping::page(self.dev, &page, 0, len, false)?;
         let data = (map.addr(), u32::try_from(len).map_err(|_| EINVAL)?);
         let mut slots = self.slots.lock();

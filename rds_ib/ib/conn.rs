@@ -28,7 +28,6 @@ use crate::transport::{ConnTransport, RdmaInfo, XmitError, XmitProgress};
 use core::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use kernel::{
     new_mutex,
-    page::Page,
     prelude::*,
     sync::{Arc, Mutex},
 };
@@ -299,10 +298,7 @@ impl Path {
         let ibdev = self.ic().ok_or(ENODEV)?.ib.find(dev).ok_or(ENODEV)?;
         let q = PathQp::new(self.clone(), id, ibdev, ctx)?;
         for i in 0..q.qp.nrecv() {
-            let posted = Page::alloc_page(GFP_KERNEL)
-                .map_err(Error::from)
-                .and_then(|p| q.post_recv(i, p));
-            if let Err(e) = posted {
+            if let Err(e) = q.post_recv(i, None, GFP_KERNEL) {
                 q.qp.shutdown(ctx);
                 return Err(e);
             }

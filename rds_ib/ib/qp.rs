@@ -131,9 +131,9 @@ impl PathQp {
         self.qp.nsend() - 1
     }
 
-    /// The send slot of the ack-only frame.
+    /// The send slot of the ack-only frame: the one after the ring.
     pub(super) fn ack_slot(&self) -> u32 {
-        self.qp.nsend() - 1
+        self.ring_slots()
     }
 
     /// Where send slot `slot`'s header goes.

@@ -22,7 +22,7 @@ use crate::proto::{FragOutcome, Header, Reassembly, SpareStack, Stat, FRAG_SIZE,
 use crate::recv::{self, RxCtx};
 use crate::stats;
 use core::sync::atomic::{fence, Ordering};
-use kernel::{page::Page, prelude::*, sync::Arc};
+use kernel::{alloc::Flags, page::Page, prelude::*, sync::Arc};
 
 /// What the receive side keeps between fragments.
 pub(super) struct RxState {
@@ -36,9 +36,14 @@ pub(super) struct RxState {
 pub(super) const COPY_MAX: usize = 1024;
 
 impl PathQp {
-    /// Posts a receive into slot `slot` with `page`: a frame's header lands in the slot's
-    /// header buffer, its data (one fragment at most) in the page.
-    pub(super) fn post_recv(&self, slot: u32, page: Page) -> Result {
+    /// Posts a receive into slot `slot` with `page`, or with a new page allocated with
+    /// `flags`: a frame's header lands in the slot's header buffer, its data (one fragment at
+    /// most) in the page.
+    pub(super) fn post_recv(&self, slot: u32, page: Option<Page>, flags: Flags) -> Result {
+        let page = match page {
+            Some(p) => p,
+            None => Page::alloc_page(flags)?,
+        };
         self.qp
             .post_recv(slot, Self::recv_hdr(slot), page, FRAG_SIZE)
     }
@@ -129,11 +134,8 @@ impl PathQp {
         };
         // The slot takes a buffer again (its own page, one a delivered message gave back, or a
         // new one), which the peer is told about.
-        let page = reuse
-            .or_else(|| self.pages.take())
-            .or_else(|| Page::alloc_page(GFP_ATOMIC).ok());
-        let posted = page.map(|p| self.post_recv(slot, p));
-        if !matches!(posted, Some(Ok(()))) {
+        let page = reuse.or_else(|| self.pages.take());
+        if self.post_recv(slot, page, GFP_ATOMIC).is_err() {
             self.rx_failed(conn);
             return;
         }
